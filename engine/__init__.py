@@ -1,0 +1,27 @@
+"""Confab's inference engine: one loaded model, many isolated sessions, its own thread and stream.
+
+    from engine import Engine, EngineConfig, SamplingParams
+
+    with Engine.load("bundled:smollm2-135m-instruct") as engine, engine.open_session() as s:
+        for chunk in s.chat([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0)):
+            print(chunk.text, end="")
+
+The engine imports neither Qt nor SQLite; the app sees it only through these names.
+"""
+
+from .engine import Engine
+from .models import DEFAULT_MODEL
+from .session import Session, Stream
+from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Capacity",
+    "Chunk",
+    "Engine",
+    "EngineConfig",
+    "GenerationStats",
+    "SamplingParams",
+    "Session",
+    "Stream",
+]

@@ -1,0 +1,81 @@
+"""The small interface each compute library implements, and the choice between them.
+
+Every method runs on the owning engine's thread, inside `compute()`. A state is an opaque object that
+holds one session's mutable tensors; only the backend looks inside it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+import sys
+from pathlib import Path
+from typing import Any, ContextManager, Protocol
+
+import numpy as np
+
+from ..errors import ModelLoadError
+
+State = Any
+
+
+class Backend(Protocol):
+    name: str
+    """"torch" or "mlx"."""
+    device: str
+    """"cuda", "cpu" or "metal"."""
+    dtype: str
+    """Name of the dtype weights and state are held in, e.g. "bfloat16"."""
+    weights_nbytes: int
+
+    def load(self, folder: Path, config: dict) -> None:
+        """Load weights non-lazily and create this engine's compute stream (engine thread)."""
+
+    def available_memory(self) -> int:
+        """Bytes still free where session state would live, measured after load."""
+
+    def compute(self) -> ContextManager:
+        """Context in which every forward runs: this engine's stream, no autograd."""
+
+    def new_state(self) -> State:
+        """An empty per-session state; it allocates on first use and grows with content."""
+
+    def forward(self, state: State, token_ids: list[int]) -> np.ndarray:
+        """Append `token_ids` to `state`; return float32 logits of the last position."""
+
+    def trim(self, state: State, n: int) -> bool:
+        """Drop the last `n` tokens from `state`; False when this model's state cannot be trimmed."""
+
+    def state_nbytes(self, state: State) -> int:
+        """Bytes the state's tensors hold now."""
+
+    def save_state(self, state: State, path: Path, metadata: dict[str, str]) -> None:
+        """Write `state` (only its filled part) and `metadata` to `path` as safetensors."""
+
+    def load_state(self, path: Path) -> tuple[State, dict[str, str]]:
+        """Read a state written by save_state, in this backend's dtype and device."""
+
+
+def default_backend() -> str:
+    """MLX on Apple Silicon, torch elsewhere."""
+    if sys.platform == "darwin" and platform.machine() == "arm64" and importlib.util.find_spec("mlx"):
+        return "mlx"
+    return "torch"
+
+
+def create(name: str, device: str, dtype: str) -> Backend:
+    """Instantiate (without loading) the backend `name` ("auto" picks the platform's)."""
+    name = default_backend() if name == "auto" else name
+    if name == "torch":
+        if importlib.util.find_spec("torch") is None:
+            raise ModelLoadError("the torch backend needs PyTorch, which is not installed")
+        from .torch import TorchBackend
+
+        return TorchBackend(device, dtype)
+    if name == "mlx":
+        if importlib.util.find_spec("mlx") is None or importlib.util.find_spec("mlx_lm") is None:
+            raise ModelLoadError("the mlx backend needs mlx and mlx-lm, which are not installed")
+        from .mlx import MlxBackend
+
+        return MlxBackend(device, dtype)
+    raise ModelLoadError(f"unknown backend {name!r}")

@@ -1,0 +1,133 @@
+"""PyTorch backend: transformers models with one DynamicCache per session, CUDA when present."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import ContextManager
+
+import numpy as np
+import torch
+
+from ..errors import ModelLoadError, StateFileError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class TorchBackend:
+    name = "torch"
+
+    def __init__(self, device: str, dtype: str) -> None:
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device not in ("cuda", "cpu"):
+            raise ModelLoadError(f"the torch backend runs on cuda or cpu, not {device!r}")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError("device 'cuda' was asked for but no CUDA GPU is available")
+        self.device = device
+        # bfloat16 is the fast path on both CUDA and AVX-512 CPUs; float32 when asked (exact tests).
+        self.dtype = "bfloat16" if dtype == "auto" else dtype
+        self._torch_dtype = _DTYPES[self.dtype]
+        self._stream = None
+        self.model = None
+        self.weights_nbytes = 0
+
+    def load(self, folder: Path, config: dict) -> None:
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        if "quantization" in config:
+            raise ModelLoadError(f"{folder.name} holds MLX-quantized weights; load it with the mlx backend")
+        if self.device == "cuda":
+            # This engine's own stream, made on its own thread; every forward runs inside it.
+            self._stream = torch.cuda.Stream()
+        try:
+            hf_config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            with self.compute():
+                model = AutoModelForCausalLM.from_pretrained(
+                    folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
+                    local_files_only=True,
+                ).to(self.device)
+        except ModelLoadError:
+            raise
+        except Exception as e:
+            raise ModelLoadError(f"could not load {folder.name} with transformers: {e}") from e
+        model.eval()
+        self.model = model
+        self.weights_nbytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        self.weights_nbytes += sum(b.numel() * b.element_size() for b in model.buffers())
+
+    def available_memory(self) -> int:
+        """Bytes still free on the device now (after the weights are loaded)."""
+        if self.device == "cuda":
+            return torch.cuda.mem_get_info()[0]
+        import psutil
+
+        return psutil.virtual_memory().available
+
+    def compute(self) -> ContextManager:
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.inference_mode())
+        if self._stream is not None:
+            stack.enter_context(torch.cuda.stream(self._stream))
+        return stack
+
+    def new_state(self):
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.model.config)
+
+    def forward(self, state, token_ids: list[int]) -> np.ndarray:
+        ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
+        out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
+        return out.logits[0, -1].float().cpu().numpy()
+
+    def trim(self, state, n: int) -> bool:
+        if n <= 0:
+            return True
+        if any(getattr(layer, "is_sliding", False) for layer in state.layers):
+            return False
+        state.crop(state.get_seq_length() - n)
+        return True
+
+    def state_nbytes(self, state) -> int:
+        return sum(t.numel() * t.element_size() for t in _layer_tensors(state))
+
+    def save_state(self, state, path: Path, metadata: dict[str, str]) -> None:
+        from safetensors.torch import save_file
+
+        tensors = {}
+        for i, layer in enumerate(state.layers):
+            if getattr(layer, "keys", None) is not None and layer.keys.numel():
+                tensors[f"{i}.keys"] = layer.keys.contiguous().cpu()
+                tensors[f"{i}.values"] = layer.values.contiguous().cpu()
+        meta = dict(metadata, layers=str(len(state.layers)))
+        save_file(tensors, str(path), metadata=meta)
+
+    def load_state(self, path: Path):
+        from safetensors import safe_open
+        from transformers import DynamicCache
+
+        try:
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                metadata = f.metadata() or {}
+                layers = int(metadata.get("layers", "0"))
+                data = []
+                for i in range(layers):
+                    if f"{i}.keys" in f.keys():
+                        k = f.get_tensor(f"{i}.keys").to(self.device, self._torch_dtype)
+                        v = f.get_tensor(f"{i}.values").to(self.device, self._torch_dtype)
+                        data.append((k, v))
+                    else:
+                        data.append((None, None))
+        except Exception as e:
+            raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
+        state = DynamicCache(ddp_cache_data=data, config=self.model.config) if data else self.new_state()
+        return state, metadata
+
+
+def _layer_tensors(state):
+    for layer in state.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor):
+                yield t

@@ -1,0 +1,76 @@
+"""How much state one session needs, how much memory may hold it, and so how many sessions fit."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .errors import CapacityError
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# Share of memory still free after the weights that session state may use by default: the rest is
+# left to the OS, the app and activations.
+SAFE_SHARE = 0.5
+
+
+def text_config(config: dict) -> dict:
+    """Multimodal configs nest the language model's settings; sessions only care about those."""
+    return config.get("text_config", config)
+
+
+def bytes_per_session(config: dict, dtype: str, max_context: int) -> int:
+    """State bytes of one session filled to `max_context`.
+
+    layers × kv heads × head dim × 2 (K and V) × dtype bytes × tokens, with sliding-window layers
+    capped at their window, plus any fixed-size recurrent/conv state of hybrid models.
+    """
+    c = text_config(config)
+    layers = int(c["num_hidden_layers"])
+    heads = int(c["num_attention_heads"])
+    kv_heads = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or c["hidden_size"] // heads)
+    itemsize = DTYPE_BYTES[dtype]
+    layer_types = c.get("layer_types") or ["full_attention"] * layers
+    window = c.get("sliding_window")
+    total = 0
+    for kind in layer_types:
+        if kind in ("full_attention", "attention"):
+            tokens = max_context
+        elif kind == "sliding_attention" and window:
+            tokens = min(max_context, int(window))
+        else:  # linear attention / recurrent layers: a fixed state, estimated from the config
+            total += recurrent_state_bytes(c, itemsize)
+            continue
+        total += kv_heads * head_dim * 2 * itemsize * tokens
+    return total
+
+
+def recurrent_state_bytes(c: dict, itemsize: int) -> int:
+    """Conv + recurrent state of one linear-attention layer (Qwen3-Next / Mamba-like configs)."""
+    heads = int(c.get("linear_num_value_heads") or c.get("num_attention_heads", 1))
+    k_dim = int(c.get("linear_key_head_dim") or c.get("head_dim") or 64)
+    v_dim = int(c.get("linear_value_head_dim") or k_dim)
+    conv = int(c.get("linear_conv_kernel_dim") or 4)
+    hidden = int(c.get("hidden_size", heads * v_dim))
+    return (heads * k_dim * v_dim + conv * 2 * hidden) * max(itemsize, 4)
+
+
+def default_budget(available_after_load: int) -> int:
+    """A safe share of the memory still free once the weights are resident."""
+    return max(0, int(available_after_load * SAFE_SHARE))
+
+
+def max_sessions(per_session: int, budget: int, configured: Optional[int]) -> int:
+    """Sessions that fit: the configured cap, or what the budget holds."""
+    if configured is not None:
+        return configured
+    return max(0, budget // max(per_session, 1))
+
+
+def admit(live: int, limit: int, per_session: int, budget: int) -> None:
+    """Raise CapacityError, with the numbers, when one more session would not fit."""
+    if live >= limit:
+        raise CapacityError(
+            f"cannot open another session: {live} of {limit} open "
+            f"({per_session / 2**20:.1f} MiB per session at max_context, "
+            f"budget {budget / 2**20:.0f} MiB); close or suspend a session first"
+        )

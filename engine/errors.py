@@ -1,0 +1,40 @@
+"""Named engine errors: every failure a caller can handle has its own class.
+
+All derive from EngineError, so a caller that only wants "did the engine refuse?" catches one type.
+"""
+
+
+class EngineError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ModelLoadError(EngineError):
+    """The model source could not be resolved, converted or loaded."""
+
+
+class CapacityError(EngineError):
+    """Opening another session would exceed the engine's session capacity."""
+
+
+class SessionClosedError(EngineError):
+    """The session was closed; open a new one."""
+
+
+class SessionBusyError(EngineError):
+    """The session is already generating; wait for it or cancel it first."""
+
+
+class SessionPoisonedError(EngineError):
+    """A forward pass failed on this session; call reset() before using it again."""
+
+
+class ContextOverflowError(EngineError):
+    """The prompt does not fit in the engine's max_context."""
+
+
+class InvalidRequestError(EngineError):
+    """Bad arguments: sampling values out of range, empty prompt, unknown option."""
+
+
+class StateFileError(EngineError):
+    """A saved session state is unreadable or belongs to another model."""

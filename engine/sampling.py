@@ -1,0 +1,63 @@
+"""Pick the next token from float32 logits.
+
+Written once in numpy rather than with transformers' logits processors (torch) and mlx-lm's samplers
+(mlx): the two libraries order and define the filters differently, and one implementation makes the
+same seed give the same text on both backends. The logits are one row per step, so numpy is cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .types import SamplingParams
+
+Sampler = Callable[[np.ndarray, Sequence[int]], int]
+
+
+def make_sampler(params: SamplingParams) -> Sampler:
+    """A callable (logits, tokens so far) -> next token id, with its own seeded generator."""
+    rng = np.random.default_rng(params.seed)
+
+    def sample(logits: np.ndarray, history: Sequence[int]) -> int:
+        logits = apply_repetition_penalty(logits, history, params.repetition_penalty)
+        if params.temperature == 0:
+            return int(np.argmax(logits))
+        probs = filtered_probs(logits / params.temperature, params)
+        return int(rng.choice(len(probs), p=probs))
+
+    return sample
+
+
+def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty: float) -> np.ndarray:
+    """CTRL-style penalty on every token already present (as transformers defines it)."""
+    if penalty == 1.0 or not history:
+        return logits
+    seen = np.unique(np.asarray(history, dtype=np.int64))
+    seen = seen[seen < len(logits)]
+    out = logits.copy()
+    values = out[seen]
+    out[seen] = np.where(values > 0, values / penalty, values * penalty)
+    return out
+
+
+def filtered_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
+    """Softmax, then top-k, top-p and min-p filters; renormalized."""
+    logits = logits.astype(np.float64)
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    if params.top_k and params.top_k < len(probs):
+        kth = np.partition(probs, -params.top_k)[-params.top_k]
+        probs = np.where(probs >= kth, probs, 0.0)
+    if params.top_p < 1.0:
+        order = np.argsort(-probs, kind="stable")
+        cumulative = np.cumsum(probs[order])
+        # keep every token up to and including the one that crosses top_p
+        cut = int(np.searchsorted(cumulative, params.top_p * cumulative[-1])) + 1
+        keep = np.zeros_like(probs, dtype=bool)
+        keep[order[:cut]] = True
+        probs = np.where(keep, probs, 0.0)
+    if params.min_p > 0:
+        probs = np.where(probs >= params.min_p * probs.max(), probs, 0.0)
+    return probs / probs.sum()

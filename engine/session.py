@@ -1,0 +1,212 @@
+"""Session: a caller-side handle; its state lives on the engine thread.
+
+Checks that need no compute (closed, busy, poisoned, context length, sampling values) run in the
+caller's thread so errors are raised before anything is queued. Everything else is a request.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+
+from .errors import (
+    ContextOverflowError,
+    InvalidRequestError,
+    SessionBusyError,
+    SessionClosedError,
+    SessionPoisonedError,
+)
+from .types import Chunk, SamplingParams
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+@dataclass
+class Failed:
+    """Put on a stream's queue instead of a chunk when the request failed."""
+
+    error: BaseException
+
+
+class Stream:
+    """Iterator over one reply's chunks, fed by the engine thread through a thread-safe queue.
+
+    Closing it (or dropping it) before the last chunk cancels the reply at the next token, so an
+    abandoned iterator never leaves the session busy.
+    """
+
+    def __init__(self, out: "queue.Queue[Chunk | Failed]", cancel: threading.Event) -> None:
+        self._out = out
+        self._cancel = cancel
+        self._done = False
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return self
+
+    def __next__(self) -> Chunk:
+        if self._done:
+            raise StopIteration
+        item = self._out.get()
+        if isinstance(item, Failed):
+            self._done = True
+            raise item.error
+        if item.finish_reason is not None:
+            self._done = True
+        return item
+
+    def text(self) -> str:
+        """Consume the rest of the reply and return its text."""
+        return "".join(chunk.text for chunk in self)
+
+    def close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._cancel.set()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Session:
+    """One conversation's isolated state on a loaded model. Safe to call from any thread."""
+
+    def __init__(self, engine: "Engine", session_id: int) -> None:
+        self._engine = engine
+        self.id = session_id
+        self._lock = threading.Lock()
+        self._closed = False
+        self._busy = False
+        self._poisoned: Optional[str] = None
+        self._job_cancel: Optional[threading.Event] = None
+        # Written only by the engine thread, read anywhere (whole-object replacement is atomic).
+        self._tokens: tuple[int, ...] = ()
+        self._state_nbytes = 0
+        self._chat_key: tuple[str, tuple[int, ...]] = ("", ())
+
+    # -- what callers read -------------------------------------------------------------------------
+    @property
+    def tokens(self) -> list[int]:
+        """Token ids of this session's history: prompt and reply tokens the state holds.
+
+        The last sampled token of a reply is fed to the model lazily, at the start of the next turn.
+        """
+        return list(self._tokens)
+
+    @property
+    def state_nbytes(self) -> int:
+        """Bytes its state holds now (0 before first use and after reset)."""
+        return self._state_nbytes
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    # -- generation --------------------------------------------------------------------------------
+    def chat(self, messages: list[dict], params: Optional[SamplingParams] = None) -> Stream:
+        """Stream the assistant's reply to `messages` (the whole conversation so far).
+
+        When the conversation extends what this session already holds, only the new part is
+        prefilled; the exact token ids of earlier replies are reused, so re-rendering the template
+        does not break the match.
+        """
+        codec = self._engine._codec
+        text = codec.render(messages)
+        key_text, key_tokens = self._chat_key
+        if key_text and text.startswith(key_text) and key_tokens == self._tokens:
+            prompt = list(key_tokens) + codec.encode(text[len(key_text):])
+        else:
+            prompt = codec.encode(text)
+        return self._start(prompt, params, chat_text=text)
+
+    def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:
+        """Stream a continuation of `prompt_token_ids` (the whole sequence, not only the new part)."""
+        prompt = [int(t) for t in prompt_token_ids]
+        return self._start(prompt, params, chat_text=None)
+
+    def _start(self, prompt: list[int], params: Optional[SamplingParams], chat_text: Optional[str]) -> Stream:
+        params = params or SamplingParams()
+        params.validate()
+        if not prompt:
+            raise InvalidRequestError("the prompt is empty")
+        vocab = self._engine._vocab_size
+        if any(t < 0 or t >= vocab for t in prompt):
+            raise InvalidRequestError(f"token ids must be in [0, {vocab})")
+        limit = self._engine.config.max_context
+        if len(prompt) >= limit:
+            raise ContextOverflowError(
+                f"the prompt has {len(prompt)} tokens; max_context is {limit} (room is needed for the reply)"
+            )
+        with self._lock:
+            self._check_usable()
+            if self._busy:
+                raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
+            self._busy = True
+            cancel = self._job_cancel = threading.Event()
+        out: "queue.Queue[Chunk | Failed]" = queue.Queue()
+        try:
+            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text))
+        except BaseException:
+            self._busy = False
+            raise
+        return Stream(out, cancel)
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"session {self.id} is closed")
+        if self._poisoned:
+            raise SessionPoisonedError(f"session {self.id} failed earlier ({self._poisoned}); call reset()")
+
+    # -- control -----------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stop the running reply at the next token boundary (finish reason "cancelled")."""
+        event = self._job_cancel
+        if event is not None:
+            event.set()
+
+    def reset(self) -> None:
+        """Cancel any reply, free the state and clear a poisoned session."""
+        if self._closed:
+            raise SessionClosedError(f"session {self.id} is closed")
+        self.cancel()
+        self._engine._call(lambda w: w.reset(self))
+
+    def save_state(self, path: str | Path) -> None:
+        """Write this session's state, tokens and model fingerprint to `path` (atomically)."""
+        with self._lock:
+            self._check_usable()
+            if self._busy:
+                raise SessionBusyError(f"session {self.id} is generating; save its state when it is done")
+        self._engine._call(lambda w: w.save_state(self, Path(path)))
+
+    def close(self) -> None:
+        """Cancel any reply, then free the state on the engine thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.cancel()
+        if self._engine._running:
+            self._engine._call(lambda w: w.close_session(self))
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} tokens={len(self._tokens)} busy={self._busy} closed={self._closed}>"

@@ -1,0 +1,128 @@
+"""Small frozen dataclasses that cross the engine's public boundary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from .errors import InvalidRequestError
+
+FinishReason = Literal["stop", "length", "cancelled"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How to load a model and how many sessions it may serve."""
+
+    backend: str = "auto"
+    """"torch", "mlx" or "auto" (MLX on Apple Silicon, else torch)."""
+    device: str = "auto"
+    """"cuda", "cpu", "metal" or "auto" (the best the backend has)."""
+    dtype: str = "auto"
+    """"float32", "bfloat16", "float16" or "auto" (bfloat16 on torch, float16 on Metal, float32 on MLX CPU)."""
+    max_context: int = 4096
+    """Most tokens one session may hold (prompt and reply together)."""
+    max_sessions: Optional[int] = None
+    """Hard cap on open sessions; None derives it from the memory budget."""
+    memory_budget: Optional[int] = None
+    """Bytes that session state may use; None takes a safe share of free memory after the weights."""
+    prefill_chunk: int = 512
+    """Most prompt tokens fed in one forward, so a long prompt never stalls other sessions for long."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("auto", "torch", "mlx"):
+            raise InvalidRequestError(f"backend must be auto, torch or mlx, not {self.backend!r}")
+        if self.device not in ("auto", "cuda", "cpu", "metal"):
+            raise InvalidRequestError(f"device must be auto, cuda, cpu or metal, not {self.device!r}")
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise InvalidRequestError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
+        if self.max_context < 16:
+            raise InvalidRequestError(f"max_context must be at least 16, not {self.max_context}")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise InvalidRequestError(f"max_sessions must be at least 1, not {self.max_sessions}")
+        if self.memory_budget is not None and self.memory_budget <= 0:
+            raise InvalidRequestError(f"memory_budget must be positive, not {self.memory_budget}")
+        if self.prefill_chunk < 1:
+            raise InvalidRequestError(f"prefill_chunk must be at least 1, not {self.prefill_chunk}")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to pick each next token. temperature=0 is greedy."""
+
+    temperature: float = 0.7
+    """0 picks the most likely token; higher spreads the choice."""
+    top_p: float = 1.0
+    """Keep the smallest set of tokens whose probability sums to top_p (1.0 keeps all)."""
+    top_k: int = 0
+    """Keep only the k most likely tokens (0 keeps all)."""
+    min_p: float = 0.0
+    """Drop tokens less likely than min_p times the most likely one."""
+    repetition_penalty: float = 1.0
+    """Divide (or multiply, when negative) the logits of tokens already in the session by this."""
+    max_tokens: int = 512
+    """Most tokens to generate for this reply."""
+    seed: Optional[int] = None
+    """Same seed, same prompt and same params give the same text; None draws a fresh seed."""
+
+    def validate(self) -> None:
+        """Raise InvalidRequestError naming the first value out of range."""
+        checks = [
+            (math.isfinite(self.temperature) and self.temperature >= 0, "temperature must be >= 0"),
+            (0.0 < self.top_p <= 1.0, "top_p must be in (0, 1]"),
+            (isinstance(self.top_k, int) and self.top_k >= 0, "top_k must be an integer >= 0"),
+            (0.0 <= self.min_p < 1.0, "min_p must be in [0, 1)"),
+            (math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0, "repetition_penalty must be > 0"),
+            (isinstance(self.max_tokens, int) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
+            (self.seed is None or isinstance(self.seed, int), "seed must be an integer or None"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InvalidRequestError(f"{message} (got {self})")
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Figures of one finished reply, carried by its last chunk."""
+
+    prompt_tokens: int
+    """Tokens in the prompt of this turn (all of them, cached or not)."""
+    prefilled_tokens: int
+    """Prompt tokens that were actually run through the model (the rest were resident already)."""
+    generated_tokens: int
+    """Tokens sampled for the reply, the end token included."""
+    ttft_s: float
+    """Seconds from the request to its first sampled token."""
+    decode_tok_s: float
+    """Tokens per second after the first one."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a streamed reply."""
+
+    text: str
+    """New text; may be empty while a multi-byte character is incomplete."""
+    token_ids: tuple[int, ...]
+    """Token ids sampled for this piece (an end token appears here, never in text)."""
+    finish_reason: Optional[FinishReason] = None
+    """None until the last chunk: "stop", "length" or "cancelled"."""
+    stats: Optional[GenerationStats] = None
+    """Set on the last chunk only."""
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What the engine can hold, in bytes and sessions."""
+
+    weights_bytes: int
+    """Bytes of the loaded weights."""
+    bytes_per_session: int
+    """Estimated state bytes of one session filled to max_context."""
+    max_sessions: int
+    """Sessions that may be open at once."""
+    live_sessions: int
+    """Sessions open now."""
+    budget_bytes: int
+    """Bytes set aside for session state."""

@@ -1,0 +1,254 @@
+"""What runs on the engine thread: session states, generation jobs and the step loop.
+
+Only this thread touches the model, any session's state or the compute stream. Other threads reach
+it through `Engine._post` / `Engine._call`, which queue a function to run here between steps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from . import capacity
+from .errors import SessionPoisonedError, StateFileError
+from .sampling import make_sampler
+from .scheduler import RoundRobin
+from .session import Failed
+from .types import Chunk, GenerationStats, SamplingParams
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = logging.getLogger(__name__)
+STATE_FORMAT = "confab-session-state/1"
+
+
+@dataclass
+class Slot:
+    """Engine-thread side of a session: its state and the tokens fed into it."""
+
+    state: Any = None
+    fed: list[int] = field(default_factory=list)
+    job: Optional["Job"] = None
+
+
+@dataclass
+class Job:
+    """One reply being generated."""
+
+    session: "Session"
+    prompt: list[int]
+    params: SamplingParams
+    out: queue.Queue
+    cancel: threading.Event
+    chat_text: Optional[str]
+    pending: list[int] = field(default_factory=list)
+    generated: list[int] = field(default_factory=list)
+    prefilled: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    first_token_at: Optional[float] = None
+    sampler: Callable = None
+    decoder: Any = None
+
+
+class Worker:
+    """Owns the backend and every session slot; runs only on the engine thread."""
+
+    def __init__(self, backend, codec, model, config) -> None:
+        self.backend = backend
+        self.codec = codec
+        self.model = model
+        self.config = config
+        self.slots: dict[int, Slot] = {}
+        self.scheduler = RoundRobin()
+        self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
+        self.budget = config.memory_budget or capacity.default_budget(backend.available_memory())
+        self.max_sessions = capacity.max_sessions(self.per_session, self.budget, config.max_sessions)
+
+    # -- sessions ----------------------------------------------------------------------------------
+    def open_session(self, session: "Session", restore_from: Optional[Path]) -> None:
+        capacity.admit(len(self.slots), self.max_sessions, self.per_session, self.budget)
+        slot = Slot()
+        if restore_from is not None:
+            slot.state, tokens, fed, chat_key = self._read_state(restore_from)
+            slot.fed = tokens[:fed]
+            session._tokens = tuple(tokens)
+            session._chat_key = chat_key
+            session._state_nbytes = self.backend.state_nbytes(slot.state)
+        self.slots[session.id] = slot
+
+    def close_session(self, session: "Session") -> None:
+        slot = self.slots.pop(session.id, None)
+        if slot is not None:
+            self._end_job(slot, "cancelled")
+            slot.state = None
+        session._state_nbytes = 0
+
+    def reset(self, session: "Session") -> None:
+        slot = self.slots[session.id]
+        self._end_job(slot, "cancelled")
+        slot.state, slot.fed = None, []
+        session._tokens, session._chat_key, session._state_nbytes = (), ("", ()), 0
+        session._poisoned = None
+
+    def save_state(self, session: "Session", path: Path) -> None:
+        slot = self.slots[session.id]
+        if slot.state is None:
+            slot.state = self.backend.new_state()
+        meta = {
+            "format": STATE_FORMAT,
+            "model_fingerprint": self.model.fingerprint,
+            "template_fingerprint": self.codec.template_fingerprint,
+            "tokens": json.dumps(list(session._tokens)),
+            "fed": str(len(slot.fed)),
+            "chat_text": session._chat_key[0],
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        self.backend.save_state(slot.state, tmp, meta)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def _read_state(self, path: Path):
+        if not path.is_file():
+            raise StateFileError(f"no saved state at {path}")
+        state, meta = self.backend.load_state(path)
+        if meta.get("format") != STATE_FORMAT:
+            raise StateFileError(f"{path.name} is not a Confab session state")
+        if meta.get("model_fingerprint") != self.model.fingerprint:
+            raise StateFileError(
+                f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
+                f"this engine runs {self.model.name} ({self.model.fingerprint})"
+            )
+        tokens = [int(t) for t in json.loads(meta["tokens"])]
+        fed = int(meta["fed"])
+        chat_text = meta.get("chat_text", "")
+        return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def start_job(self, session, prompt, params, out, cancel, chat_text) -> None:
+        slot = self.slots.get(session.id)
+        job = Job(session, prompt, params, out, cancel, chat_text)
+        if slot is None:  # closed between the caller's check and now
+            self._deliver_end(job, None, "cancelled")
+            return
+        job.sampler = make_sampler(params)
+        job.decoder = self.codec.stream_decoder()
+        history = list(session._tokens)
+        common = _common_prefix(history, prompt)
+        # Reuse the longest resident prefix; always leave at least one prompt token to compute logits.
+        keep = min(common, len(prompt) - 1, len(slot.fed))
+        if keep < len(slot.fed):
+            if slot.state is not None and self.backend.trim(slot.state, len(slot.fed) - keep):
+                slot.fed = slot.fed[:keep]
+            else:
+                slot.state, slot.fed, keep = None, [], 0
+        job.pending = prompt[keep:]
+        session._tokens = tuple(prompt[:keep])
+        slot.job = job
+        self.scheduler.add(job)
+
+    def step_round(self) -> None:
+        """Advance every active job by one forward (a prefill chunk or one token)."""
+        for job in self.scheduler.round():
+            slot = self.slots.get(job.session.id)
+            if slot is None or slot.job is not job:
+                self.scheduler.remove(job)
+                continue
+            if job.cancel.is_set():
+                self._end_job(slot, "cancelled")
+                continue
+            try:
+                self._step(job, slot)
+            except Exception as e:  # a failed forward poisons only this session
+                log.exception("forward failed on session %s", job.session.id)
+                self._poison(slot, job, e)
+
+    def _step(self, job: Job, slot: Slot) -> None:
+        if slot.state is None:
+            slot.state = self.backend.new_state()
+        if job.pending:
+            feed = job.pending[: self.config.prefill_chunk]
+            job.pending = job.pending[len(feed):]
+            job.prefilled += len(feed)
+        else:
+            feed = [job.generated[-1]]
+        with self.backend.compute():
+            logits = self.backend.forward(slot.state, feed)
+        slot.fed.extend(feed)
+        session = job.session
+        session._tokens = tuple(slot.fed)
+        session._state_nbytes = self.backend.state_nbytes(slot.state)
+        if job.pending:
+            return
+        token = job.sampler(logits, slot.fed)
+        job.generated.append(token)
+        session._tokens = tuple(slot.fed) + (token,)
+        if job.first_token_at is None:
+            job.first_token_at = time.perf_counter()
+        if token in self.codec.stop_ids:
+            self._end_job(slot, "stop", (token,))
+        elif len(job.generated) >= job.params.max_tokens or len(session._tokens) >= self.config.max_context:
+            self._end_job(slot, "length", (token,), job.decoder.step(token))
+        else:
+            job.out.put(Chunk(job.decoder.step(token), (token,)))
+
+    def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None:
+        job, slot.job = slot.job, None
+        if job is None:
+            return
+        self.scheduler.remove(job)
+        if job.chat_text is not None and job.generated:
+            key = job.chat_text + self.codec.decode(job.generated, keep_special=True)
+            job.session._chat_key = (key, job.session._tokens)
+        else:
+            job.session._chat_key = ("", ())
+        self._deliver_end(job, self._stats(job), reason, last_ids, text)
+
+    def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
+        job.session._busy = False  # before the last chunk, so its reader may start the next turn
+        job.out.put(Chunk(text, tuple(last_ids), reason, stats))
+
+    def _poison(self, slot: Slot, job: Job, error: Exception) -> None:
+        slot.job = None
+        self.scheduler.remove(job)
+        job.session._poisoned = f"{type(error).__name__}: {error}"
+        job.session._busy = False
+        job.out.put(Failed(SessionPoisonedError(f"session {job.session.id} failed in a forward pass: {error}")))
+
+    def _stats(self, job: Job) -> GenerationStats:
+        now = time.perf_counter()
+        first = job.first_token_at or now
+        decode_tokens = max(len(job.generated) - 1, 0)
+        return GenerationStats(
+            prompt_tokens=len(job.prompt),
+            prefilled_tokens=job.prefilled,
+            generated_tokens=len(job.generated),
+            ttft_s=first - job.started,
+            decode_tok_s=decode_tokens / (now - first) if decode_tokens and now > first else 0.0,
+        )
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.scheduler)
+
+    def shutdown(self) -> None:
+        for slot in list(self.slots.values()):
+            self._end_job(slot, "cancelled")
+            slot.state = None
+        self.slots.clear()
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
