@@ -88,6 +88,8 @@ class Session:
         self._busy = False
         self._poisoned: Optional[str] = None
         self._job_cancel: Optional[threading.Event] = None
+        self._idle = threading.Event()
+        self._idle.set()
         # Written only by the engine thread, read anywhere (whole-object replacement is atomic).
         self._tokens: tuple[int, ...] = ()
         self._state_nbytes = 0
@@ -150,19 +152,29 @@ class Session:
             raise ContextOverflowError(
                 f"the prompt has {len(prompt)} tokens; max_context is {limit} (room is needed for the reply)"
             )
+        cancelling = self._job_cancel
+        if self._busy and cancelling is not None and cancelling.is_set():
+            # The previous reply was cancelled (or its stream dropped): it ends at the next token.
+            self._idle.wait(timeout=60)
         with self._lock:
             self._check_usable()
             if self._busy:
                 raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
             self._busy = True
+            self._idle.clear()
             cancel = self._job_cancel = threading.Event()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text))
         except BaseException:
-            self._busy = False
+            self._mark_idle()
             raise
         return Stream(out, cancel)
+
+    def _mark_idle(self) -> None:
+        """Called by the engine thread when a reply ends (before its last chunk is delivered)."""
+        self._busy = False
+        self._idle.set()
 
     def _check_usable(self) -> None:
         if self._closed:

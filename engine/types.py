@@ -65,6 +65,8 @@ class SamplingParams:
     """Most tokens to generate for this reply."""
     seed: Optional[int] = None
     """Same seed, same prompt and same params give the same text; None draws a fresh seed."""
+    ignore_stop: bool = False
+    """Keep generating past end tokens until max_tokens (benchmarks and tests of fixed length)."""
 
     def validate(self) -> None:
         """Raise InvalidRequestError naming the first value out of range."""

@@ -134,19 +134,27 @@ class Worker:
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text) -> None:
-        slot = self.slots.get(session.id)
         job = Job(session, prompt, params, out, cancel, chat_text)
+        try:
+            self._start(job)
+        except Exception as e:  # nobody waits on this request: the error must reach the stream
+            log.exception("could not start a reply on session %s", session.id)
+            self._poison(self.slots.get(session.id) or Slot(), job, e)
+
+    def _start(self, job: Job) -> None:
+        session, prompt = job.session, job.prompt
+        slot = self.slots.get(session.id)
         if slot is None:  # closed between the caller's check and now
             self._deliver_end(job, None, "cancelled")
             return
-        job.sampler = make_sampler(params)
+        job.sampler = make_sampler(job.params)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
         common = _common_prefix(history, prompt)
         # Reuse the longest resident prefix; always leave at least one prompt token to compute logits.
         keep = min(common, len(prompt) - 1, len(slot.fed))
         if keep < len(slot.fed):
-            if slot.state is not None and self.backend.trim(slot.state, len(slot.fed) - keep):
+            if keep > 0 and slot.state is not None and self.backend.trim(slot.state, len(slot.fed) - keep):
                 slot.fed = slot.fed[:keep]
             else:
                 slot.state, slot.fed, keep = None, [], 0
@@ -193,7 +201,7 @@ class Worker:
         session._tokens = tuple(slot.fed) + (token,)
         if job.first_token_at is None:
             job.first_token_at = time.perf_counter()
-        if token in self.codec.stop_ids:
+        if token in self.codec.stop_ids and not job.params.ignore_stop:
             self._end_job(slot, "stop", (token,))
         elif len(job.generated) >= job.params.max_tokens or len(session._tokens) >= self.config.max_context:
             self._end_job(slot, "length", (token,), job.decoder.step(token))
@@ -213,14 +221,14 @@ class Worker:
         self._deliver_end(job, self._stats(job), reason, last_ids, text)
 
     def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
-        job.session._busy = False  # before the last chunk, so its reader may start the next turn
+        job.session._mark_idle()  # before the last chunk, so its reader may start the next turn
         job.out.put(Chunk(text, tuple(last_ids), reason, stats))
 
     def _poison(self, slot: Slot, job: Job, error: Exception) -> None:
         slot.job = None
         self.scheduler.remove(job)
         job.session._poisoned = f"{type(error).__name__}: {error}"
-        job.session._busy = False
+        job.session._mark_idle()
         job.out.put(Failed(SessionPoisonedError(f"session {job.session.id} failed in a forward pass: {error}")))
 
     def _stats(self, job: Job) -> GenerationStats:

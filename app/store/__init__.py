@@ -1,0 +1,65 @@
+"""Confab's store: conversations, messages and saved-state records in one SQLite database.
+
+    from app.store import open_store
+
+    opened = open_store()                 # $CONFAB_HOME or the user data folder
+    if opened.problem:                    # a damaged file was moved aside: tell the user
+        show(opened.problem.message)
+    store = opened.store                  # owned by this thread from now on
+    c = store.create_conversation("Plans")
+    store.append_message(c.id, "user", "Hi")
+    reply = store.start_reply(c.id)
+    reply.append("Hello")
+    reply.finish("complete", token_ids=[15496])
+
+Built on sqlite-utils (`Database`, `atomic()`, `Migrations`); needs no engine.
+"""
+
+from .db import BUSY_TIMEOUT_MS, OpenResult, StoreProblem, open_memory_store, open_store
+from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyClosedError,
+                     SchemaTooNewError, StoreError, StoreReadOnlyError)
+from .export import export_json, export_markdown, import_json
+from .paths import DB_NAME, HOME_ENV, data_dir, database_path, states_dir
+from .records import (FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
+                      SearchHit)
+from .schema import SCHEMA_VERSION, schema_version
+from .states import SavedStates
+from .store import Store
+from .streaming import FLUSH_INTERVAL_S, ReplyWriter
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "DB_NAME",
+    "FINAL_STATUSES",
+    "FLUSH_INTERVAL_S",
+    "HOME_ENV",
+    "ROLES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Conversation",
+    "ImportFormatError",
+    "InvalidValueError",
+    "Message",
+    "NotFoundError",
+    "OpenResult",
+    "ReplyClosedError",
+    "ReplyStats",
+    "ReplyWriter",
+    "SavedState",
+    "SavedStates",
+    "SchemaTooNewError",
+    "SearchHit",
+    "Store",
+    "StoreError",
+    "StoreProblem",
+    "StoreReadOnlyError",
+    "data_dir",
+    "database_path",
+    "export_json",
+    "export_markdown",
+    "import_json",
+    "open_memory_store",
+    "open_store",
+    "schema_version",
+    "states_dir",
+]

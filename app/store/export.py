@@ -1,0 +1,121 @@
+"""A conversation as JSON (lossless: import(export(c)) exports identically) or as Markdown.
+
+The JSON holds the conversation's settings and every message with its status, exact token ids,
+stats and times; ids and saved states are not exported (ids are the database's, states a cache).
+
+    text = export_json(store, conversation_id)
+    copy = import_json(store, text)          # a new conversation
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .errors import ImportFormatError, StoreError
+from .records import ROLES, STATUSES, Conversation, Message, sampling_json, token_ids_json
+from .store import Store
+
+FORMAT = "confab.conversation"
+FORMAT_VERSION = 1
+_CONVERSATION_KEYS = ("title", "created_at", "updated_at", "pinned", "model", "system_prompt", "sampling")
+_MESSAGE_KEYS = ("role", "content", "status", "token_ids", "error", "ttft_s", "tok_s", "prompt_tokens",
+                 "completion_tokens", "created_at", "updated_at")
+_LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
+_STATUS_NOTES = {"streaming": "still being written", "interrupted": "reply interrupted",
+                 "cancelled": "reply stopped", "error": "reply failed"}
+
+
+def export_dict(store: Store, conversation_id: int) -> dict[str, Any]:
+    """The export as a JSON-ready dict."""
+    c = store.get_conversation(conversation_id)
+    return {"format": FORMAT, "version": FORMAT_VERSION,
+            "conversation": {k: getattr(c, k) for k in _CONVERSATION_KEYS},
+            "messages": [_message_dict(m) for m in store.messages(conversation_id)]}
+
+
+def export_json(store: Store, conversation_id: int) -> str:
+    """The conversation as JSON text (UTF-8 safe, indented)."""
+    return json.dumps(export_dict(store, conversation_id), ensure_ascii=False, indent=2)
+
+
+def import_json(store: Store, data: str | bytes | dict) -> Conversation:
+    """Create a new conversation from an export (text or dict), in one transaction. A reply that
+    was still `streaming` when exported is imported as `interrupted`. Raises ImportFormatError."""
+    if not isinstance(data, dict):
+        try:
+            data = json.loads(data)
+        except (ValueError, TypeError) as e:
+            raise ImportFormatError(f"Not a Confab conversation: the file is not valid JSON ({e}).") from None
+    conversation, messages = _validated(data)
+    with store.db.atomic():
+        table = store.db["conversations"].insert(
+            {**conversation, "pinned": int(conversation["pinned"]),
+             "sampling": sampling_json(conversation["sampling"])})
+        conversation_id = table.last_pk
+        store.db["messages"].insert_all(
+            {**m, "conversation_id": conversation_id, "position": i,
+             "status": "interrupted" if m["status"] == "streaming" else m["status"],
+             "token_ids": token_ids_json(m["token_ids"])}
+            for i, m in enumerate(messages))
+    return store.get_conversation(conversation_id)
+
+
+def export_markdown(store: Store, conversation_id: int) -> str:
+    """The conversation as Markdown for reading or sharing (not for import)."""
+    c = store.get_conversation(conversation_id)
+    created = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(c.created_at))
+    lines = [f"# {c.title or 'Untitled conversation'}", "",
+             f"*{'Model: ' + c.model + ' · ' if c.model else ''}Started {created}*", ""]
+    if c.system_prompt:
+        lines += ["**System prompt**", ""] + [f"> {line}" for line in c.system_prompt.splitlines()] + [""]
+    for m in store.messages(conversation_id):
+        lines += [f"## {_LABELS[m.role]}", "", m.content, ""]
+        note = _STATUS_NOTES.get(m.status)
+        if note:
+            lines += [f"*({note}{': ' + m.error if m.error else ''})*", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _message_dict(m: Message) -> dict[str, Any]:
+    stats = m.stats.columns() if m.stats else dict.fromkeys(("ttft_s", "tok_s", "prompt_tokens", "completion_tokens"))
+    return {"role": m.role, "content": m.content, "status": m.status,
+            "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
+            **stats, "created_at": m.created_at, "updated_at": m.updated_at}
+
+
+def _validated(data: Any) -> tuple[dict, list[dict]]:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ImportFormatError(f"Not a Confab conversation export (format is {found!r}).")
+    version = data.get("version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ImportFormatError(f"This export was made by a newer Confab (format version {version!r}; "
+                                f"this one reads up to {FORMAT_VERSION}).")
+    conversation = _fields(data.get("conversation"), _CONVERSATION_KEYS, "conversation")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise ImportFormatError("Bad export: 'messages' must be a list.")
+    checked = [_fields(m, _MESSAGE_KEYS, f"message {i + 1}") for i, m in enumerate(messages)]
+    for i, m in enumerate(checked):
+        for name, allowed in (("role", ROLES), ("status", STATUSES)):
+            if m[name] not in allowed:
+                raise ImportFormatError(f"Bad export: message {i + 1}: {name} must be one of "
+                                        f"{', '.join(allowed)}, not {m[name]!r}.")
+        if not isinstance(m["content"], str):
+            raise ImportFormatError(f"Bad export: message {i + 1}: content must be text.")
+        try:
+            token_ids_json(m["token_ids"])
+        except (StoreError, TypeError):
+            raise ImportFormatError(f"Bad export: message {i + 1}: token_ids must be a list of integers.") from None
+    return conversation, checked
+
+
+def _fields(value: Any, keys: tuple[str, ...], where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ImportFormatError(f"Bad export: {where} must be an object.")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ImportFormatError(f"Bad export: {where} is missing {', '.join(repr(k) for k in missing)}.")
+    return {k: value[k] for k in keys}

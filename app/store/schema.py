@@ -1,0 +1,101 @@
+"""The schema: ordered migrations on one sqlite-utils `Migrations` registry.
+
+A database's schema version is how many of these migrations it has applied (they apply in order,
+each once, in its own transaction, recorded in `_sqlite_migrations`). A shipped migration is never
+edited, renamed or reordered: change the schema by adding one at the end, and freeze a database of
+the version before it with `tests/app/make_old_databases.py` so the migration test covers it
+(GPT4All once shipped a format change that made old chats unloadable: LESSONS.md).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlite_utils import Database, Migrations
+from sqlite_utils.db import ForeignKey
+
+from .errors import SchemaTooNewError
+
+migrations = Migrations("confab")
+MIGRATION_NAMES: list[str] = []
+"""Names of the registered migrations, in order; version N means the first N are applied."""
+
+
+def _migration(name: str) -> Callable:
+    def register(fn: Callable[[Database], None]) -> Callable[[Database], None]:
+        MIGRATION_NAMES.append(name)
+        return migrations(name=name)(fn)
+
+    return register
+
+
+def _cascade(table: str, column: str, other: str) -> ForeignKey:
+    return ForeignKey(table, column, other, "id", on_delete="CASCADE")
+
+
+@_migration("0001_core")
+def core(db: Database) -> None:
+    """Conversations, their messages, and records of saved session state files."""
+    db["conversations"].create(
+        {"id": int, "title": str, "created_at": float, "updated_at": float, "pinned": int,
+         "model": str, "system_prompt": str, "sampling": str},
+        pk="id",
+        not_null=["title", "created_at", "updated_at", "pinned", "system_prompt", "sampling"],
+        defaults={"title": "", "pinned": 0, "system_prompt": "", "sampling": "{}"},
+    )
+    db["conversations"].create_index(["pinned", "updated_at"])
+    db["messages"].create(
+        {"id": int, "conversation_id": int, "position": int, "role": str, "content": str,
+         "status": str, "token_ids": str, "error": str, "ttft_s": float, "tok_s": float,
+         "prompt_tokens": int, "completion_tokens": int, "created_at": float, "updated_at": float},
+        pk="id",
+        foreign_keys=[_cascade("messages", "conversation_id", "conversations")],
+        not_null=["conversation_id", "position", "role", "content", "status", "created_at", "updated_at"],
+        defaults={"content": "", "status": "complete"},
+    )
+    db["messages"].create_index(["conversation_id", "position"], unique=True)
+    db["messages"].create_index(["status"])  # finds rows left `streaming` at start without a scan
+    db["saved_states"].create(
+        {"id": int, "conversation_id": int, "model_fingerprint": str, "template_fingerprint": str,
+         "token_count": int, "prefix_hash": str, "path": str, "bytes": int,
+         "created_at": float, "last_used_at": float},
+        pk="id",
+        foreign_keys=[_cascade("saved_states", "conversation_id", "conversations")],
+        not_null=["conversation_id", "model_fingerprint", "template_fingerprint", "token_count",
+                  "path", "bytes", "created_at", "last_used_at"],
+    )
+    db["saved_states"].create_index(
+        ["conversation_id", "model_fingerprint", "template_fingerprint"], unique=True)
+    db["saved_states"].create_index(["last_used_at"])
+
+
+@_migration("0002_message_search")
+def message_search(db: Database) -> None:
+    """Full-text search over message text (FTS5, kept current by triggers; indexes existing rows)."""
+    db["messages"].enable_fts(["content"], create_triggers=True)
+
+
+SCHEMA_VERSION = len(MIGRATION_NAMES)
+"""The version this code writes."""
+
+
+def schema_version(db: Database) -> int:
+    """How many of our migrations `db` has applied (0 for a new file); read-only.
+
+    Raises SchemaTooNewError when it has applied migrations this code does not know.
+    """
+    applied = [m.name for m in migrations.applied(db)]
+    unknown = [name for name in applied if name not in MIGRATION_NAMES]
+    if unknown:
+        raise SchemaTooNewError(
+            f"This database was written by a newer version of Confab (it has schema changes "
+            f"{', '.join(unknown)} that this version does not know). Update Confab to open it; "
+            f"the file was not changed.")
+    return len(applied)
+
+
+def migrate(db: Database) -> tuple[int, int]:
+    """Apply pending migrations; return (version before, version after)."""
+    before = schema_version(db)
+    migrations.apply(db)
+    return before, schema_version(db)

@@ -1,0 +1,214 @@
+"""The `Store`: conversations, their messages, search, and saved-state records in one SQLite file."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from sqlite_utils import Database
+from sqlite_utils.db import NotFoundError as RowNotFound
+
+from .errors import NotFoundError
+from .records import (ROLES, STATUSES, Conversation, Message, ReplyStats, SearchHit, check_choice,
+                      check_text, sampling_json, token_ids_json)
+from .states import SavedStates
+
+if TYPE_CHECKING:
+    from .streaming import ReplyWriter
+
+_UNSET: Any = object()
+
+
+class Store:
+    """Conversations and messages, stored in a migrated sqlite-utils `Database`.
+
+    Open one with `open_store()` (the user's file, recovered and migrated) or `open_memory_store()`.
+
+    Threads: a SQLite connection belongs to the thread that opened it, and the store keeps it so
+    (`check_same_thread`): one thread owns a Store, from `open_store()` to `close()`. The app runs
+    every store call on one single-worker executor, so "one job at a time" is the locking scheme;
+    using the store from any other thread raises `sqlite3.ProgrammingError`.
+
+    Every write is one short transaction (`db.atomic()`); nothing is held open between calls.
+
+        store = open_memory_store(tmp_path)
+        c = store.create_conversation("Trip", system_prompt="Be brief.")
+        store.append_message(c.id, "user", "Where to?")
+        reply = store.start_reply(c.id)
+        reply.append("Lisbon.")
+        reply.finish("complete", token_ids=[9, 8], stats=ReplyStats(ttft_s=0.1))
+    """
+
+    def __init__(self, db: Database, states_dir: Path, *, clock: Callable[[], float] = time.time):
+        self.db = db
+        """The sqlite-utils Database (already migrated); for reads and checks, not for the GUI."""
+        self.clock = clock
+        """Wall-clock seconds used for created/updated/last-used times."""
+        self.states = SavedStates(db, Path(states_dir), clock)
+        """Saved session state records and their files."""
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Conversations
+
+    def create_conversation(self, title: str = "", *, model: Optional[str] = None, system_prompt: str = "",
+                            sampling: Optional[dict] = None, pinned: bool = False) -> Conversation:
+        """Create an empty conversation."""
+        _check_settings(title=title, model=model, system_prompt=system_prompt)
+        now = self.clock()
+        table = self.db["conversations"].insert({
+            "title": title, "created_at": now, "updated_at": now, "pinned": int(bool(pinned)),
+            "model": model, "system_prompt": system_prompt,
+            "sampling": sampling_json({} if sampling is None else sampling)})
+        return self.get_conversation(table.last_pk)
+
+    def get_conversation(self, conversation_id: int) -> Conversation:
+        try:
+            return Conversation.from_row(self.db["conversations"].get(conversation_id))
+        except RowNotFound:
+            raise NotFoundError(f"No conversation {conversation_id}.") from None
+
+    def list_conversations(self) -> list[Conversation]:
+        """All conversations: pinned first, then most recently updated first."""
+        rows = self.db["conversations"].rows_where(order_by="pinned desc, updated_at desc, id desc")
+        return [Conversation.from_row(r) for r in rows]
+
+    def update_conversation(self, conversation_id: int, *, title: str = _UNSET, model: Optional[str] = _UNSET,
+                            system_prompt: str = _UNSET, sampling: dict = _UNSET,
+                            pinned: bool = _UNSET) -> Conversation:
+        """Change any of a conversation's settings (only the ones passed). Does not move it in
+        the list: `updated_at` follows messages, not settings."""
+        changes = {"title": title, "model": model, "system_prompt": system_prompt}
+        changes = {k: v for k, v in changes.items() if v is not _UNSET}
+        _check_settings(**changes)
+        if sampling is not _UNSET:
+            changes["sampling"] = sampling_json(sampling)
+        if pinned is not _UNSET:
+            changes["pinned"] = int(bool(pinned))
+        self.get_conversation(conversation_id)
+        if changes:
+            self.db["conversations"].update(conversation_id, changes)
+        return self.get_conversation(conversation_id)
+
+    def rename_conversation(self, conversation_id: int, title: str) -> Conversation:
+        return self.update_conversation(conversation_id, title=title)
+
+    def set_pinned(self, conversation_id: int, pinned: bool = True) -> Conversation:
+        return self.update_conversation(conversation_id, pinned=pinned)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete a conversation, its messages and its saved states (records and files)."""
+        self.get_conversation(conversation_id)
+        states = self.states.for_conversation(conversation_id)
+        with self.db.atomic():  # messages and saved_states rows go by ON DELETE CASCADE
+            self.db["conversations"].delete_where("id = ?", [conversation_id])
+        for state in states:  # a crash here leaves orphans; open_store() removes them
+            state.path.unlink(missing_ok=True)
+
+    # Messages
+
+    def append_message(self, conversation_id: int, role: str, content: str, *, status: str = "complete",
+                       token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None,
+                       error: Optional[str] = None) -> Message:
+        """Add a message at the end of a conversation (one transaction) and return it."""
+        check_choice("role", role, ROLES)
+        check_choice("status", status, STATUSES)
+        check_text("content", content)
+        now = self.clock()
+        with self.db.atomic():
+            self.get_conversation(conversation_id)
+            position = self.db.execute(
+                "select coalesce(max(position), -1) + 1 from messages where conversation_id = ?",
+                [conversation_id]).fetchone()[0]
+            table = self.db["messages"].insert({
+                "conversation_id": conversation_id, "position": position, "role": role,
+                "content": content, "status": status, "token_ids": token_ids_json(token_ids),
+                "error": error, **(stats or ReplyStats()).columns(), "created_at": now, "updated_at": now})
+            self._touch_conversation(conversation_id, now)
+        return self.get_message(table.last_pk)
+
+    def messages(self, conversation_id: int) -> list[Message]:
+        """A conversation's messages in order."""
+        self.get_conversation(conversation_id)
+        rows = self.db["messages"].rows_where("conversation_id = ?", [conversation_id], order_by="position")
+        return [Message.from_row(r) for r in rows]
+
+    def get_message(self, message_id: int) -> Message:
+        try:
+            return Message.from_row(self.db["messages"].get(message_id))
+        except RowNotFound:
+            raise NotFoundError(f"No message {message_id}.") from None
+
+    def edit_message(self, message_id: int, content: str) -> Message:
+        """Replace a message's text. Its token ids no longer match the text, so they are cleared."""
+        check_text("content", content)
+        message = self.get_message(message_id)
+        now = self.clock()
+        with self.db.atomic():
+            self.db["messages"].update(message_id, {"content": content, "token_ids": None, "updated_at": now})
+            self._touch_conversation(message.conversation_id, now)
+        return self.get_message(message_id)
+
+    def truncate_after(self, message_id: int) -> int:
+        """Delete every message after this one in its conversation ("edit and resend");
+        return how many were deleted. Saved states are left for the caller to check against
+        the new prefix (their `prefix_hash`)."""
+        message = self.get_message(message_id)
+        with self.db.atomic():
+            cursor = self.db.execute("delete from messages where conversation_id = ? and position > ?",
+                                     [message.conversation_id, message.position])
+            self._touch_conversation(message.conversation_id, self.clock())
+        return cursor.rowcount
+
+    def start_reply(self, conversation_id: int, **options: Any) -> "ReplyWriter":
+        """Create an assistant row with status `streaming` and return the writer that fills it.
+        `options` go to `ReplyWriter` (flush_interval, monotonic)."""
+        from .streaming import ReplyWriter
+
+        return ReplyWriter.start(self, conversation_id, **options)
+
+    def recover_interrupted(self) -> int:
+        """Mark rows left `streaming` (by a crash or a kill) as `interrupted`; they are kept and
+        shown, never deleted. Run once at start, before any reply streams. Returns the count."""
+        with self.db.atomic():
+            cursor = self.db.execute(
+                "update messages set status = 'interrupted' where status = 'streaming'")
+        return cursor.rowcount
+
+    # Search
+
+    def search(self, query: str, *, limit: int = 50, mark: tuple[str, str] = ("[", "]"),
+               snippet_tokens: int = 12) -> list[SearchHit]:
+        """Messages whose text matches every word of `query` (each word also as a prefix), best
+        first. Any text is accepted: FTS syntax characters are quoted, not interpreted."""
+        words = query.split()
+        if not words:
+            return []
+        match = " ".join('"{}"*'.format(w.replace('"', '""')) for w in words)
+        rows = self.db.execute(
+            """select m.conversation_id, m.id, c.title, m.role,
+                      snippet(messages_fts, 0, ?, ?, '…', ?) as snippet
+               from messages_fts
+               join messages m on m.rowid = messages_fts.rowid
+               join conversations c on c.id = m.conversation_id
+               where messages_fts match ?
+               order by messages_fts.rank limit ?""",
+            [mark[0], mark[1], snippet_tokens, match, limit]).fetchall()
+        return [SearchHit(conversation_id=r[0], message_id=r[1], title=r[2], role=r[3], snippet=r[4])
+                for r in rows]
+
+    def _touch_conversation(self, conversation_id: int, now: float) -> None:
+        self.db.execute("update conversations set updated_at = ? where id = ?", [now, conversation_id])
+
+
+def _check_settings(**settings: Any) -> None:
+    for name, value in settings.items():
+        check_text(name, value, optional=name == "model")

@@ -1,0 +1,76 @@
+"""Fixtures shared by every test: the bundled model folder and tiny random-weight models.
+
+Tiny models are built by the tests themselves (seeded, float32) and reuse the bundled model's real
+tokenizer and chat template, so text, stop tokens and templates behave as with a real model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+# CI and developers get both backends on Linux (MLX through mlx[cpu]); elsewhere, those installed.
+if sys.platform.startswith("linux"):
+    BACKENDS = ["torch", "mlx"]
+else:  # pragma: no cover - exercised on developers' Macs and Windows machines
+    import importlib.util
+
+    BACKENDS = [b for b in ("torch", "mlx") if importlib.util.find_spec(b)]
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
+
+
+@pytest.fixture(scope="session")
+def bundled_folder() -> Path:
+    """The bundled SmolLM2 converted to a safetensors folder (once per machine, in the user cache)."""
+    from engine.models import resolve
+
+    return resolve("bundled:smollm2-135m-instruct").path
+
+
+def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+
+    common = dict(
+        vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        bos_token_id=1, eos_token_id=2, pad_token_id=2, tie_word_embeddings=False,
+        initializer_range=0.5, rms_norm_eps=1e-5,
+    )
+    config = LlamaConfig(**common) if kind == "llama" else Qwen3Config(head_dim=16, **common)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(out)
+    for name in TOKENIZER_FILES:
+        if (tokenizer_dir / name).exists():
+            shutil.copy(tokenizer_dir / name, out / name)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory, bundled_folder) -> dict[str, Path]:
+    """Seeded random-weight models of two architectures: {"llama": folder, "qwen3": folder}."""
+    root = tmp_path_factory.mktemp("tiny")
+    return {kind: _build_tiny(kind, root / kind, bundled_folder, seed=i) for i, kind in enumerate(("llama", "qwen3"))}
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_other_seed(tmp_path_factory, bundled_folder) -> Path:
+    """Same architecture and config as tiny_models["llama"], other weights: a different model."""
+    return _build_tiny("llama", tmp_path_factory.mktemp("tiny-other") / "llama", bundled_folder, seed=99)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+def pytest_configure(config):
+    # Quiet library chatter in test output; errors still surface.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
