@@ -109,6 +109,7 @@ class Worker:
             "tokens": json.dumps(list(session._tokens)),
             "fed": str(len(slot.fed)),
             "chat_text": session._chat_key[0],
+            "backend": self.backend.name,
         }
         tmp = path.with_name(path.name + ".tmp")
         self.backend.save_state(slot.state, tmp, meta)
@@ -119,7 +120,7 @@ class Worker:
     def _read_state(self, path: Path):
         if not path.is_file():
             raise StateFileError(f"no saved state at {path}")
-        state, meta = self.backend.load_state(path)
+        state, meta = self._load_backend_state(path)
         if meta.get("format") != STATE_FORMAT:
             raise StateFileError(f"{path.name} is not a Confab session state")
         if meta.get("model_fingerprint") != self.model.fingerprint:
@@ -131,6 +132,21 @@ class Worker:
         fed = int(meta["fed"])
         chat_text = meta.get("chat_text", "")
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
+
+    def _load_backend_state(self, path: Path):
+        """Refuse, by name, a state written by the other backend before its loader trips on it."""
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = f.metadata() or {}
+        except Exception as e:
+            raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
+        if meta.get("backend", self.backend.name) != self.backend.name:
+            raise StateFileError(
+                f"{path.name} was saved by the {meta['backend']} backend; this engine runs {self.backend.name}"
+            )
+        return self.backend.load_state(path)
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text) -> None:

@@ -34,6 +34,9 @@ class TorchBackend:
 
     def load(self, folder: Path, config: dict) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # load progress is the engine's to report
 
         if "quantization" in config:
             raise ModelLoadError(f"{folder.name} holds MLX-quantized weights; load it with the mlx backend")

@@ -1,5 +1,5 @@
 """Model sources: resolve "bundled:…", folders and .gguf files to a checked local folder."""
 
-from .resolve import BUNDLED, DEFAULT_MODEL, ModelFolder, cache_dir, resolve
+from .sources import BUNDLED, DEFAULT_MODEL, ModelFolder, cache_dir, resolve
 
 __all__ = ["BUNDLED", "DEFAULT_MODEL", "ModelFolder", "cache_dir", "resolve"]

@@ -30,7 +30,7 @@ def test_state_grows_with_content_and_reset_close_free_it(tiny_engine, backend):
     s = engine.open_session()
     token_ids(s.generate(prompt_ids(engine, "short"), PARAMS))
     small = s.state_nbytes
-    token_ids(s.generate(s.tokens + prompt_ids(engine, " and much longer " * 40), PARAMS))
+    token_ids(s.generate(s.tokens + prompt_ids(engine, " and much longer " * 100), PARAMS))
     assert s.state_nbytes > small
     s.reset()
     assert s.state_nbytes == 0 and s.tokens == []

@@ -1,0 +1,168 @@
+"""`ConversationManager`: which conversation holds which live engine session.
+
+Threads: the manager uses the store, so it lives on the store's thread (the app's one-worker store
+executor); every method, and the iteration of `reply`, runs there. The engine does its own work on
+its own thread; the manager only waits on results.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from typing import Iterator, Optional
+
+from app.store import ReplyStats, Store
+from engine import Chunk, Engine, SamplingParams, Session
+
+from .errors import AllSessionsBusyError
+from .prompt import chat_messages
+from .states import StateCache
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STATE_BUDGET = 2 << 30
+"""2 GiB of saved state files by default: many long conversations, a small share of a disk."""
+
+
+class ConversationManager:
+    """Maps conversations to live sessions of one engine, suspending to disk when it is full.
+
+        manager = ConversationManager(engine, store, state_budget_bytes=512 << 20)
+        session = manager.session_for(cid)       # live, restored, or fresh
+        for chunk in manager.reply(cid, "Hello", SamplingParams(temperature=0)):
+            ...
+    """
+
+    def __init__(self, engine: Engine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET) -> None:
+        self.engine = engine
+        self.store = store
+        self.states = StateCache(engine, store, state_budget_bytes)
+        """Saved states on disk (save, restore, LRU trim to the budget)."""
+        self._live: "OrderedDict[int, Session]" = OrderedDict()  # least recently used first
+        self._replying: set[int] = set()  # conversations whose `reply` has not finished yet
+        self.restores = 0
+        """Sessions restored from a saved state since the manager started (for tests and stats)."""
+        self.suspends = 0
+        """Sessions suspended (saved if worth it, then closed) since the manager started."""
+
+    # -- sessions ----------------------------------------------------------------------------------
+    def live_conversations(self) -> list[int]:
+        """Conversations with a live session, least recently used first."""
+        return list(self._live)
+
+    def session_for(self, conversation_id: int) -> Session:
+        """The conversation's live session; else one restored from its saved state; else a fresh
+        one (whose first turn re-prefills from the text). Suspends the least recently used idle
+        session first when the engine is full; raises AllSessionsBusyError when none is idle."""
+        session = self._live.get(conversation_id)
+        if session is not None and not session.closed:
+            self._live.move_to_end(conversation_id)
+            return session
+        self._live.pop(conversation_id, None)
+        self.store.get_conversation(conversation_id)  # NotFoundError before any engine work
+        self._make_room(conversation_id)
+        session = self.states.restore(conversation_id)
+        if session is not None:
+            self.restores += 1
+        else:
+            session = self.engine.open_session()
+        self._live[conversation_id] = session
+        return session
+
+    def suspend(self, conversation_id: int) -> bool:
+        """Save an idle conversation's state to disk and close its session, freeing a slot.
+        False when it had no live session. Refuses (SessionBusyError) while it is generating."""
+        session = self._live.get(conversation_id)
+        if session is None:
+            return False
+        if not session.closed:
+            self.states.save(conversation_id, session)  # a session busy generating raises here
+        session.close()
+        del self._live[conversation_id]
+        self.suspends += 1
+        return True
+
+    def close(self) -> None:
+        """Suspend every idle session and close the busy ones (their replies end as cancelled)."""
+        for conversation_id, session in list(self._live.items()):
+            if self._idle(conversation_id, session):
+                self.suspend(conversation_id)
+            else:
+                session.close()
+                self._live.pop(conversation_id, None)
+
+    def _make_room(self, wanted: int) -> None:
+        capacity = self.engine.capacity()
+        if capacity.live_sessions < capacity.max_sessions:
+            return
+        for conversation_id, session in list(self._live.items()):  # least recently used first
+            if self._idle(conversation_id, session):
+                log.info("suspending conversation %s to make room for %s", conversation_id, wanted)
+                self.suspend(conversation_id)
+                return
+        busy = sum(1 for c, s in self._live.items() if not self._idle(c, s))
+        raise AllSessionsBusyError(wanted, capacity.live_sessions, capacity.max_sessions, busy)
+
+    def _drop(self, conversation_id: int, session: Session) -> None:
+        """Close a session without saving it (after an error its state is not trusted); the next
+        turn restores the last good saved state or re-prefills."""
+        if self._live.get(conversation_id) is session:
+            del self._live[conversation_id]
+        try:
+            session.close()
+        except Exception:
+            log.warning("closing the session of conversation %s failed", conversation_id, exc_info=True)
+
+    def _idle(self, conversation_id: int, session: Session) -> bool:
+        return conversation_id not in self._replying and not session.busy
+
+    # -- one reply ---------------------------------------------------------------------------------
+    def reply(self, conversation_id: int, user_text: str, params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
+        """Append the user's message, stream the assistant's reply into the store, and yield each
+        chunk. The store row ends `complete` (or `cancelled` when the engine cancelled it, or the
+        caller closed this iterator early) with the exact token ids and stats; any error marks it
+        `error` and is re-raised. A full engine with no idle session raises AllSessionsBusyError
+        before anything is stored."""
+        session = self.session_for(conversation_id)
+        self.store.append_message(conversation_id, "user", user_text)
+        self._replying.add(conversation_id)
+        writer = self.store.start_reply(conversation_id)
+        token_ids: list[int] = []
+        try:
+            messages = chat_messages(self.store, conversation_id)
+            with session.chat(messages, params) as stream:
+                for chunk in stream:
+                    token_ids.extend(chunk.token_ids)
+                    writer.append(chunk.text)
+                    if chunk.finish_reason is not None:
+                        status = "cancelled" if chunk.finish_reason == "cancelled" else "complete"
+                        writer.finish(status, token_ids=token_ids, stats=_stats(chunk))
+                    yield chunk
+        except GeneratorExit:  # the caller stopped reading: keep what was said
+            if not writer.finished:
+                writer.cancel(token_ids=token_ids)
+            _wait_until_idle(session)  # so the session can be suspended as soon as this returns
+            raise
+        except BaseException as e:
+            if not writer.finished:
+                writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)
+            self._drop(conversation_id, session)  # a failed session is not reused; disk state is
+            raise
+        finally:
+            self._replying.discard(conversation_id)
+
+
+def _wait_until_idle(session: Session, timeout_s: float = 10.0) -> None:
+    """Wait for a cancelled reply to end; the engine stops it at the next token boundary."""
+    deadline = time.monotonic() + timeout_s
+    while session.busy and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _stats(chunk: Chunk) -> Optional[ReplyStats]:
+    s = chunk.stats
+    if s is None:
+        return None
+    return ReplyStats(ttft_s=s.ttft_s, tok_s=s.decode_tok_s, prompt_tokens=s.prompt_tokens,
+                      completion_tokens=s.generated_tokens)

@@ -1,0 +1,186 @@
+"""`python -m engine bench`: the engine's speed, and the plain library's on the same work, in one run.
+
+Figures are printed, never asserted: these machines are shared and noisy, so only ratios taken in
+the same run mean much.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+from . import Engine, EngineConfig, SamplingParams
+from .errors import EngineError
+
+PREFILL_TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    counts = [int(n) for n in args.sessions.split(",") if n.strip()]
+    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    try:
+        started = time.perf_counter()
+        engine = Engine.load(args.model, EngineConfig(backend=args.backend, dtype=args.dtype))
+        load_s = time.perf_counter() - started
+    except EngineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    with engine:
+        say(f"loaded {engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}) in {load_s:.1f} s")
+        prefill = measure_prefill(engine)
+        say(f"prefill: {prefill:.0f} tok/s")
+        decode = measure_decode(engine, args.tokens)
+        say(f"decode, one session: {decode:.1f} tok/s")
+        aggregate, per_session = {}, {}
+        for n in counts:
+            aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
+            say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session")
+        say("plain library path...")
+        library = library_decode_tok_s(engine, args.tokens)
+        cap = engine.capacity()
+        figures = {
+            "model": engine.model.name,
+            "backend": engine.backend,
+            "device": engine.device,
+            "dtype": engine.dtype,
+            "load_s": round(load_s, 2),
+            "prefill_tok_s": round(prefill, 1),
+            "decode_tok_s": round(decode, 2),
+            "aggregate_tok_s": {str(n): round(v, 2) for n, v in aggregate.items()},
+            "per_session_tok_s": {str(n): round(v, 2) for n, v in per_session.items()},
+            "library_decode_tok_s": round(library, 2),
+            "decode_vs_library": round(decode / library, 3) if library else None,
+            "weights_bytes": cap.weights_bytes,
+            "bytes_per_session": cap.bytes_per_session,
+            "max_context": engine.config.max_context,
+            "peak_rss_bytes": peak_rss_bytes(),
+        }
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        print_table(figures)
+    return 0
+
+
+def measure_prefill(engine: Engine, tokens: int = 480) -> float:
+    ids = engine.tokenizer(PREFILL_TEXT * 40, add_special_tokens=False).input_ids[:tokens]
+    with engine.open_session() as s:
+        list(s.generate(ids[:8], SamplingParams(temperature=0, max_tokens=1)))  # warm-up
+        s.reset()
+        last = list(s.generate(ids, SamplingParams(temperature=0, max_tokens=1)))[-1]
+    return last.stats.prefilled_tokens / last.stats.ttft_s
+
+
+def measure_decode(engine: Engine, tokens: int) -> float:
+    with engine.open_session() as s:
+        list(s.generate(_prompt(engine, 1), SamplingParams(temperature=0, max_tokens=16, ignore_stop=True)))
+        s.reset()  # the first decode steps of a process run cold: warm up, then measure
+        last = list(s.generate(_prompt(engine, 0), SamplingParams(temperature=0, max_tokens=tokens, ignore_stop=True)))[-1]
+    return last.stats.decode_tok_s
+
+
+def measure_concurrent(engine: Engine, n: int, tokens: int) -> tuple[float, float]:
+    """Aggregate and mean per-session decode tok/s with `n` sessions generating at once."""
+    sessions = [engine.open_session() for _ in range(n)]
+    params = SamplingParams(temperature=0, max_tokens=tokens, ignore_stop=True)
+    rates: list[float] = [0.0] * n
+    started = time.perf_counter()
+    streams = [s.generate(_prompt(engine, i), params) for i, s in enumerate(sessions)]
+
+    def drain(i: int) -> None:
+        rates[i] = list(streams[i])[-1].stats.decode_tok_s
+
+    threads = [threading.Thread(target=drain, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    for s in sessions:
+        s.close()
+    return n * tokens / wall, sum(rates) / n
+
+
+def _prompt(engine: Engine, i: int) -> list[int]:
+    """Prompts of different lengths, so concurrent sessions are not in lockstep."""
+    return engine.tokenizer(PREFILL_TEXT * (1 + i % 4), add_special_tokens=False).input_ids
+
+
+def library_decode_tok_s(engine: Engine, tokens: int) -> float:
+    """The same single-session workload through transformers' generate or mlx_lm.stream_generate."""
+    if engine.backend == "mlx":
+        return _mlx_library(engine, tokens)
+    return _torch_library(engine, tokens)
+
+
+def _torch_library(engine: Engine, tokens: int) -> float:
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    model = AutoModelForCausalLM.from_pretrained(engine.model.path, dtype=getattr(torch, engine.dtype))
+    model = model.to(engine.device).eval()
+    ids = torch.tensor([_prompt(engine, 0)], device=engine.device)
+
+    def timed(n: int) -> float:
+        started = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        return time.perf_counter() - started
+
+    timed(2)  # warm-up
+    one, full = timed(1), timed(tokens)
+    return (tokens - 1) / (full - one)
+
+
+def _mlx_library(engine: Engine, tokens: int) -> float:
+    import mlx_lm
+
+    from .backends.mlx import _rope_compat
+
+    model, tokenizer = mlx_lm.load(str(engine.model.path), model_config=_rope_compat(engine.model.config))
+    prompt = _prompt(engine, 0)
+    list(mlx_lm.stream_generate(model, tokenizer, prompt, max_tokens=2))  # warm-up
+    last = None
+    for last in mlx_lm.stream_generate(model, tokenizer, prompt, max_tokens=tokens):
+        pass
+    return last.generation_tps
+
+
+def peak_rss_bytes() -> int:
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+    except ImportError:  # Windows
+        import psutil
+
+        return getattr(psutil.Process().memory_info(), "peak_wset", 0)
+
+
+def print_table(f: dict) -> None:
+    rows = [
+        ("model", f"{f['model']} on {f['backend']}/{f['device']} ({f['dtype']})"),
+        ("load", f"{f['load_s']:.2f} s"),
+        ("prefill", f"{f['prefill_tok_s']:.0f} tok/s"),
+        ("decode, 1 session", f"{f['decode_tok_s']:.1f} tok/s"),
+        ("plain library decode", f"{f['library_decode_tok_s']:.1f} tok/s (engine ÷ library = {f['decode_vs_library']})"),
+    ]
+    rows += [
+        (f"{n} sessions", f"{v:.1f} tok/s aggregate, {f['per_session_tok_s'][n]:.1f} per session")
+        for n, v in f["aggregate_tok_s"].items()
+    ]
+    rows += [
+        ("weights", f"{f['weights_bytes'] / 2**20:.1f} MiB"),
+        ("per session", f"{f['bytes_per_session'] / 2**20:.1f} MiB at max_context {f['max_context']}"),
+        ("peak RSS", f"{f['peak_rss_bytes'] / 2**20:.0f} MiB"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")

@@ -1,0 +1,38 @@
+"""The engine's commands, run as a user would run them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args], input=stdin, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_chat_streams_replies_and_keeps_context(backend):
+    out = run("chat", "--backend", backend, "--dtype", "float32", "--temperature", "0", "--max-tokens", "30",
+              stdin="What is the capital of France?\nAnd of Italy?\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    assert "Paris" in out.stdout and "Rome" in out.stdout
+    assert "tok/s" in out.stderr and "smollm2" in out.stderr
+
+
+def test_chat_reports_a_bad_model_clearly():
+    out = run("chat", "--model", "/no/such/model")
+    assert out.returncode == 1
+    assert "error: model not found: /no/such/model does not exist" in out.stderr
+
+
+def test_bench_json_has_the_documented_figures():
+    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--json")
+    assert out.returncode == 0, out.stderr
+    figures = json.loads(out.stdout)
+    for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
+                "bytes_per_session", "peak_rss_bytes"):
+        assert key in figures
+    assert set(figures["aggregate_tok_s"]) == {"1", "2"}
+    assert figures["decode_tok_s"] > 0 and figures["library_decode_tok_s"] > 0

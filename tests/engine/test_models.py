@@ -1,0 +1,77 @@
+"""Model sources: the bundled GGUF converts once, and bad sources fail with a clear ModelLoadError."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from engine import Engine, EngineConfig
+from engine.errors import ModelLoadError
+from engine.models import resolve
+
+
+def test_bundled_model_is_converted_once_and_reused(bundled_folder, monkeypatch):
+    def must_not_convert(*args, **kwargs):
+        raise AssertionError("converted again")
+
+    import engine.models.sources as r
+
+    monkeypatch.setattr(r, "convert_gguf", must_not_convert)
+    again = r.resolve("bundled:smollm2-135m-instruct")
+    assert again.path == bundled_folder
+    assert (again.path / "model.safetensors").is_file() and (again.path / "tokenizer.json").is_file()
+
+
+def test_gguf_file_path_loads(tmp_path, monkeypatch, backend):
+    import engine.models.sources as r
+
+    monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "copy.gguf"
+    gguf.symlink_to(r.bundled_gguf("smollm2-135m-instruct"))
+    with Engine.load(str(gguf), EngineConfig(backend=backend, dtype="float32")) as engine:
+        assert engine.model.path.parent == tmp_path / "cache" / "models"
+        assert engine.capacity().weights_bytes > 100_000_000
+
+
+def _write_unsupported_gguf(path):
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "bert")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "missing", "model not found"),
+        (lambda d: (d / "x.bin").write_bytes(b"x") and d / "x.bin", "a model file must be a .gguf"),
+        (lambda d: (d / "junk.gguf").write_bytes(b"not gguf at all") and d / "junk.gguf", "is not a readable GGUF file"),
+        (lambda d: _write_unsupported_gguf(d / "bert.gguf") or d / "bert.gguf", "GGUF architecture 'bert' is not supported"),
+        (lambda d: d, "config.json is missing"),
+    ],
+)
+def test_bad_sources(tmp_path, monkeypatch, make, message):
+    monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
+    source = make(tmp_path)
+    with pytest.raises(ModelLoadError, match=message):
+        Engine.load(str(source), EngineConfig(backend="torch"))
+
+
+def test_truncated_safetensors_is_refused(tiny_models, tmp_path, backend):
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_models["llama"], broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(ModelLoadError, match="model.safetensors is truncated"):
+        Engine.load(str(broken), EngineConfig(backend=backend))
+
+
+def test_unknown_bundled_name():
+    with pytest.raises(ModelLoadError, match="unknown bundled model 'nope'"):
+        resolve("bundled:nope")

@@ -1,0 +1,34 @@
+"""Text: streamed chunks never split a character, and replies stop on the template's end tokens."""
+
+from __future__ import annotations
+
+from engine import SamplingParams
+from engine.text import TextCodec
+
+
+def test_stream_decoder_never_splits_multibyte_characters(bundled_folder):
+    codec = TextCodec(bundled_folder)
+    text = "héllo 日本語 🎉 naïve"
+    ids = codec.encode(text)
+    decoder = codec.stream_decoder()
+    pieces = [decoder.step(i) for i in ids]
+    assert "".join(pieces) == text
+    for piece in pieces:
+        piece.encode("utf-8")  # each piece is whole characters
+        assert "\ufffd" not in piece
+
+
+def test_stop_tokens_include_the_templates_end_of_turn(bundled_folder):
+    codec = TextCodec(bundled_folder)
+    vocab = codec.tokenizer.get_vocab()
+    assert vocab["<|im_end|>"] in codec.stop_ids
+
+
+def test_bundled_reply_stops_at_end_of_turn(make_engine, backend):
+    engine = make_engine("bundled:smollm2-135m-instruct", backend)
+    with engine.open_session() as s:
+        chunks = list(s.chat([{"role": "user", "content": "Say hello."}], SamplingParams(temperature=0, max_tokens=60)))
+        assert chunks[-1].finish_reason == "stop"
+        assert chunks[-1].token_ids == (engine.tokenizer.convert_tokens_to_ids("<|im_end|>"),)
+        text = "".join(c.text for c in chunks)
+        assert text.strip() and "<|im_end|>" not in text
