@@ -7,6 +7,7 @@ between rounds of forward passes. No executor or stream is global: two engines n
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 import time
@@ -23,6 +24,7 @@ from .text import TextCodec
 from .types import Capacity, EngineConfig
 from .worker import Worker
 
+log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]
 _STOP = object()
 
@@ -152,7 +154,10 @@ class Engine:
         while True:
             if not self._drain(block=not worker.busy):
                 break
-            worker.step_round()
+            try:
+                worker.step_round()
+            except Exception:  # a bug outside any one forward: keep serving the other sessions
+                log.exception("engine step failed")
         worker.shutdown()
         self._fail_pending()
 

@@ -186,11 +186,11 @@ class Worker:
             if slot is None or slot.job is not job:
                 self.scheduler.remove(job)
                 continue
-            if job.cancel.is_set():
-                self._end_job(slot, "cancelled")
-                continue
             try:
-                self._step(job, slot)
+                if job.cancel.is_set():
+                    self._end_job(slot, "cancelled")
+                else:
+                    self._step(job, slot)
             except Exception as e:  # a failed forward poisons only this session
                 log.exception("forward failed on session %s", job.session.id)
                 self._poison(slot, job, e)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from engine import Engine, EngineConfig
+from engine import Engine, EngineConfig, SamplingParams
 from engine.errors import ModelLoadError
 from engine.models import resolve
 
@@ -75,3 +75,17 @@ def test_truncated_safetensors_is_refused(tiny_models, tmp_path, backend):
 def test_unknown_bundled_name():
     with pytest.raises(ModelLoadError, match="unknown bundled model 'nope'"):
         resolve("bundled:nope")
+
+
+def test_mlx_community_quantized_folder(tiny_models, tmp_path):
+    """A 4-bit MLX folder (as mlx-community ships them) loads with MLX; torch refuses it by name."""
+    from mlx_lm import convert
+
+    out = tmp_path / "tiny-4bit"
+    convert(str(tiny_models["llama"]), mlx_path=str(out), quantize=True, q_bits=4, q_group_size=32)
+    with Engine.load(str(out), EngineConfig(backend="mlx")) as engine:
+        with engine.open_session() as s:
+            chunks = list(s.generate([5, 6, 7], SamplingParams(temperature=0, max_tokens=8, ignore_stop=True)))
+            assert sum(len(c.token_ids) for c in chunks) == 8
+    with pytest.raises(ModelLoadError, match="holds MLX-quantized weights; load it with the mlx backend"):
+        Engine.load(str(out), EngineConfig(backend="torch"))
