@@ -117,6 +117,10 @@ class Session:
     def busy(self) -> bool:
         return self._busy
 
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        """Block until no reply is running (e.g. after cancel()); False if `timeout` passed first."""
+        return self._idle.wait(timeout)
+
     # -- generation --------------------------------------------------------------------------------
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None) -> Stream:
         """Stream the assistant's reply to `messages` (the whole conversation so far).

@@ -8,7 +8,6 @@ its own thread; the manager only waits on results.
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict
 from typing import Iterator, Optional
 
@@ -155,9 +154,7 @@ class ConversationManager:
 
 def _wait_until_idle(session: Session, timeout_s: float = 10.0) -> None:
     """Wait for a cancelled reply to end; the engine stops it at the next token boundary."""
-    deadline = time.monotonic() + timeout_s
-    while session.busy and time.monotonic() < deadline:
-        time.sleep(0.001)
+    session.wait_idle(timeout_s)
 
 
 def _stats(chunk: Chunk) -> Optional[ReplyStats]:

@@ -66,3 +66,13 @@ def test_engine_close_ends_running_replies(make_engine, tiny_models, backend):
     next(stream)
     engine.close()
     assert list(stream)[-1].finish_reason == "cancelled"
+
+
+def test_wait_idle_returns_once_a_cancelled_reply_has_ended(tiny_engine):
+    with tiny_engine.open_session() as s:
+        stream = s.generate([5, 6, 7], LONG)
+        next(stream)
+        assert not s.wait_idle(timeout=0.01)
+        s.cancel()
+        assert s.wait_idle(timeout=30)
+        assert not s.busy
