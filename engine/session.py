@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional, Sequence
@@ -169,7 +170,8 @@ class Session:
             cancel = self._job_cancel = threading.Event()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
-            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text))
+            requested = time.perf_counter()  # time to first token counts the wait in the queue too
+            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested))
         except BaseException:
             self._mark_idle()
             raise

@@ -149,8 +149,8 @@ class Worker:
         return self.backend.load_state(path)
 
     # -- jobs --------------------------------------------------------------------------------------
-    def start_job(self, session, prompt, params, out, cancel, chat_text) -> None:
-        job = Job(session, prompt, params, out, cancel, chat_text)
+    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:
+        job = Job(session, prompt, params, out, cancel, chat_text, started=requested)
         try:
             self._start(job)
         except Exception as e:  # nobody waits on this request: the error must reach the stream
