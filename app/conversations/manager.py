@@ -8,6 +8,7 @@ its own thread; the manager only waits on results.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from typing import Iterator, Optional
 
@@ -33,9 +34,13 @@ class ConversationManager:
             ...
     """
 
-    def __init__(self, engine: Engine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET) -> None:
+    def __init__(self, engine: Engine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET,
+                 closing: Optional[threading.Event] = None) -> None:
         self.engine = engine
         self.store = store
+        self.closing = closing or threading.Event()
+        """Set when the app quits: replies stopped from then on are stored `interrupted`, not
+        `cancelled` (the user did not stop them; the next start shows them as cut off)."""
         self.states = StateCache(engine, store, state_budget_bytes)
         """Saved states on disk (save, restore, LRU trim to the budget)."""
         self._live: "OrderedDict[int, Session]" = OrderedDict()  # least recently used first
@@ -117,14 +122,19 @@ class ConversationManager:
         return conversation_id not in self._replying and not session.busy
 
     # -- one reply ---------------------------------------------------------------------------------
-    def reply(self, conversation_id: int, user_text: str, params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
+    def reply(self, conversation_id: int, user_text: Optional[str],
+              params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
         """Append the user's message, stream the assistant's reply into the store, and yield each
-        chunk. The store row ends `complete` (or `cancelled` when the engine cancelled it, or the
+        chunk. `user_text=None` answers the conversation as stored, which must end with a user
+        message (regenerate, or edit and resend: the caller trims the history first). The store row ends `complete` (or `cancelled` when the engine cancelled it, or the
         caller closed this iterator early) with the exact token ids and stats; any error marks it
         `error` and is re-raised. A full engine with no idle session raises AllSessionsBusyError
         before anything is stored."""
+        if user_text is None:
+            _check_ends_with_user(self.store, conversation_id)
         session = self.session_for(conversation_id)
-        self.store.append_message(conversation_id, "user", user_text)
+        if user_text is not None:
+            self.store.append_message(conversation_id, "user", user_text)
         self._replying.add(conversation_id)
         writer = self.store.start_reply(conversation_id)
         token_ids: list[int] = []
@@ -135,12 +145,12 @@ class ConversationManager:
                     token_ids.extend(chunk.token_ids)
                     writer.append(chunk.text)
                     if chunk.finish_reason is not None:
-                        status = "cancelled" if chunk.finish_reason == "cancelled" else "complete"
+                        status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
                         writer.finish(status, token_ids=token_ids, stats=_stats(chunk))
                     yield chunk
         except GeneratorExit:  # the caller stopped reading: keep what was said
             if not writer.finished:
-                writer.cancel(token_ids=token_ids)
+                writer.finish(self._stopped_status(), token_ids=token_ids)
             _wait_until_idle(session)  # so the session can be suspended as soon as this returns
             raise
         except BaseException as e:
@@ -150,6 +160,16 @@ class ConversationManager:
             raise
         finally:
             self._replying.discard(conversation_id)
+
+    def _stopped_status(self) -> str:
+        return "interrupted" if self.closing.is_set() else "cancelled"
+
+
+def _check_ends_with_user(store: Store, conversation_id: int) -> None:
+    """Refuse, before anything is stored or computed, to answer a history with nothing to answer."""
+    history = chat_messages(store, conversation_id)
+    if not history or history[-1]["role"] != "user":
+        raise ValueError(f"conversation {conversation_id} does not end with a user message to answer")
 
 
 def _wait_until_idle(session: Session, timeout_s: float = 10.0) -> None:

@@ -1,0 +1,239 @@
+"""The right side of the window: one conversation's messages, the composer, and its replies.
+
+Several conversations may stream at once; this panel shows one of them. A reply keeps streaming into
+its own conversation (and the store) when the user switches away, and its text so far shows again
+when they switch back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from app.bridge import Bridge, Finished, Send
+from app.chat_view import ChatView
+from app.composer import Composer
+from app.store import Message
+
+UNTITLED = "New conversation"
+READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
+
+
+class ChatPanel(QWidget):
+    """Shows `current_id`'s conversation and runs its replies through the bridge."""
+
+    conversation_created = Signal(int)
+    """A first message created a conversation (the list should show and select it)."""
+    replies_changed = Signal()
+    """A reply started or ended somewhere (badges, list order, stop button)."""
+    reply_finished = Signal(object)
+    """`Finished` of a reply that ended normally or was stopped (status bar stats)."""
+    settings_requested = Signal(int)
+    """The user asked for this conversation's settings."""
+    error = Signal(object)
+    """A reply failed; the window shows it."""
+
+    def __init__(self, bridge: Bridge, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.current_id: Optional[int] = None
+        self.streaming: dict[int, str] = {}
+        """Text streamed so far, by conversation, for replies still running."""
+        self._ready = False
+        self.setup_header()
+        self.setup_view()
+        self.setup_composer()
+        self.setup_layout()
+
+    # -- setup -------------------------------------------------------------------------------------
+    def setup_header(self) -> None:
+        self.title_label = QLabel(UNTITLED)
+        self.title_label.setAccessibleName("Conversation title")
+        font = self.title_label.font()
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        font.setBold(True)
+        self.title_label.setFont(font)
+        self.settings_button = QPushButton("Settings…")
+        self.settings_button.setAccessibleName("Conversation settings")
+        self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
+        self.settings_button.clicked.connect(self._ask_settings)
+
+    def setup_view(self) -> None:
+        self.chat_view = ChatView()
+        self.chat_view.regenerate_requested.connect(self.regenerate)
+        self.chat_view.edit_requested.connect(self.edit_and_resend)
+
+    def setup_composer(self) -> None:
+        self.composer = Composer()
+        self.composer.submitted.connect(self.send)
+        self.composer.stop_requested.connect(self.stop)
+        self.send_button = QPushButton("Send")
+        self.send_button.setAccessibleName("Send message")
+        self.send_button.setToolTip("Send (Enter)")
+        self.send_button.clicked.connect(self.composer.submit)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setAccessibleName("Stop reply")
+        self.stop_button.setToolTip("Stop the reply (Esc)")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.setEnabled(False)
+
+    def setup_layout(self) -> None:
+        header = QHBoxLayout()
+        header.addWidget(self.title_label, stretch=1)
+        header.addWidget(self.settings_button)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch()
+        compose_row = QHBoxLayout()
+        compose_row.addWidget(self.composer)
+        compose_row.addLayout(buttons)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 6, 6, 6)
+        box.addLayout(header)
+        box.addWidget(self.chat_view, stretch=1)
+        box.addLayout(compose_row)
+
+    # -- state -------------------------------------------------------------------------------------
+    def set_ready(self, ready: bool, reason: str = "") -> None:
+        """Enable the composer, or disable it showing `reason` (e.g. "Loading model…")."""
+        self._ready = ready
+        self.composer.setEnabled(ready)
+        self.send_button.setEnabled(ready)
+        self.composer.setPlaceholderText(READY_HINT if ready else reason)
+        self.composer.setToolTip("" if ready else reason)
+        if ready:
+            self.composer.setFocus()
+
+    def show_conversation(self, conversation_id: Optional[int], title: str = "") -> None:
+        """Show a conversation (None: an empty page, where sending starts a new one)."""
+        self.current_id = conversation_id
+        self.title_label.setText(title or UNTITLED)
+        self.settings_button.setEnabled(conversation_id is not None)
+        self._update_controls()
+        if conversation_id is None:
+            self.chat_view.set_messages(None, [])
+            return
+        self.bridge.run(lambda store: (store.get_conversation(conversation_id).title,
+                                       store.messages(conversation_id))).success(
+            lambda result: self._show_messages(conversation_id, *result))
+
+    def reload(self) -> None:
+        """Show the current conversation again as stored (after an edit elsewhere)."""
+        self.show_conversation(self.current_id, self.title_label.text())
+
+    def _show_messages(self, conversation_id: int, title: str, messages: list[Message]) -> None:
+        if conversation_id != self.current_id:
+            return  # the user moved on before the messages arrived
+        self.title_label.setText(title or UNTITLED)
+        running = self.streaming.get(conversation_id)
+        if running is not None and messages and messages[-1].status == "streaming":
+            # The store holds the text flushed so far; show everything streamed until now.
+            messages = messages[:-1] + [_with_content(messages[-1], running)]
+        self.chat_view.set_messages(conversation_id, messages)
+        self._update_controls()
+
+    def _update_controls(self) -> None:
+        busy = self.current_id in self.bridge.replying()
+        self.stop_button.setEnabled(busy)
+        self.chat_view.set_busy(busy)
+
+    # -- replies -----------------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        """Send `text` in the current conversation (a new one, titled by the text, when none)."""
+        if self.current_id is None:
+            self.bridge.run(lambda store: store.create_conversation(title_from(text))).success(
+                lambda c: self._created(c.id, c.title, text))
+            return
+        cid = self.current_id
+        if cid in self.bridge.replying():
+            self.error.emit(RuntimeError("A reply is still running here; stop it (Esc) or wait"))
+            return
+        self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
+        self.chat_view.add_pending("user", text)
+        self._start(Send(self.bridge, cid, text))
+
+    def _created(self, conversation_id: int, title: str, text: str) -> None:
+        self.current_id = conversation_id
+        self.title_label.setText(title)
+        self.settings_button.setEnabled(True)
+        self.chat_view.set_messages(conversation_id, [])
+        self.conversation_created.emit(conversation_id)
+        self.chat_view.add_pending("user", text)
+        self._start(Send(self.bridge, conversation_id, text))
+
+    def regenerate(self) -> None:
+        """Replace the last reply of the current conversation with a new one."""
+        if self.current_id is not None and self.current_id not in self.bridge.replying():
+            self._restart(Send.regenerate(self.bridge, self.current_id))
+
+    def edit_and_resend(self, message_id: int, text: str) -> None:
+        """Change one of the user's messages; the conversation continues from there."""
+        if self.current_id is not None and self.current_id not in self.bridge.replying():
+            self._restart(Send.edit(self.bridge, self.current_id, message_id, text))
+
+    def _restart(self, send: Send) -> None:
+        """Start `send` once its history edit is stored, then show the trimmed history."""
+        cid = send.conversation_id
+        self._start(send, placeholder=False)
+        # Queued behind the reply's preparation on the store thread: shows the trimmed history.
+        self.bridge.run(lambda store: store.messages(cid)).success(
+            lambda messages: self._show_messages(cid, self.title_label.text(), messages))
+
+    def _start(self, send: Send, placeholder: bool = True) -> None:
+        cid = send.conversation_id
+        self.streaming[cid] = ""
+        if placeholder:
+            self.chat_view.add_pending("assistant", "")
+        (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk.text))
+         .success(self._on_finished)
+         .failure(lambda error: self._on_failed(cid, error))
+         .run())
+        self._update_controls()
+        self.replies_changed.emit()
+
+    def stop(self) -> None:
+        """Stop the current conversation's reply (kept, marked stopped)."""
+        if self.current_id is not None:
+            self.bridge.stop(self.current_id)
+
+    def _on_chunk(self, conversation_id: int, text: str) -> None:
+        self.streaming[conversation_id] = self.streaming.get(conversation_id, "") + text
+        if conversation_id == self.current_id and text:
+            self.chat_view.append_to_last(text)
+
+    def _on_finished(self, finished: Finished) -> None:
+        self._reply_ended(finished.conversation_id)
+        self.reply_finished.emit(finished)
+
+    def _on_failed(self, conversation_id: int, error: BaseException) -> None:
+        self._reply_ended(conversation_id)
+        self.error.emit(error)
+
+    def _reply_ended(self, conversation_id: int) -> None:
+        self.streaming.pop(conversation_id, None)
+        self.replies_changed.emit()
+        if conversation_id == self.current_id:
+            self.show_conversation(conversation_id, self.title_label.text())  # final text and status
+
+    def _ask_settings(self) -> None:
+        if self.current_id is not None:
+            self.settings_requested.emit(self.current_id)
+
+
+def title_from(text: str) -> str:
+    """A conversation's default title: its first line, shortened."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first[:40].rstrip() + ("…" if len(first) > 40 else "")
+
+
+def _name_if_untitled(store, conversation_id: int, text: str) -> None:
+    if not store.get_conversation(conversation_id).title:
+        store.rename_conversation(conversation_id, title_from(text))
+
+
+def _with_content(message: Message, content: str) -> Message:
+    return dataclasses.replace(message, content=content)

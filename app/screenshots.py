@@ -1,0 +1,105 @@
+"""`python -m app.screenshots [OUT]`: pictures of Confab for the README, from a sample data folder.
+
+Run it under a virtual display (`docs/screenshots.sh` starts Xvfb) so windows are real: it writes
+main-light.png, main-dark.png and quick-chat.png into OUT (default `docs/`). The replies in the sample
+conversations are written by hand; the model is the bundled one, loaded as the app always does.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from app.store import open_store
+from engine import DEFAULT_MODEL, EngineConfig
+
+SAMPLES = [
+    ("Reverse a list in Python", [
+        ("user", "How do I reverse a list in Python without changing the original?"),
+        ("assistant", "Use slicing, which returns a new list:\n\n```python\nnumbers = [1, 2, 3, 4]\n"
+                      "backwards = numbers[::-1]\nprint(backwards)  # [4, 3, 2, 1]\n```\n\n"
+                      "`reversed(numbers)` gives an **iterator** instead; wrap it in `list()` when you "
+                      "need a list.\n\n| way | copies? |\n|---|---|\n| `numbers[::-1]` | yes |\n"
+                      "| `numbers.reverse()` | no, in place |"),
+        ("user", "And for a string?"),
+        ("assistant", "The same slice works: `'confab'[::-1]` is `'bafnoc'`."),
+    ]),
+    ("Packing list for a weekend hike", [
+        ("user", "Packing list for a weekend hike?"),
+        ("assistant", "- Water (2 L) and snacks\n- Rain jacket and a warm layer\n- Map, phone, power bank\n"
+                      "- First-aid kit and sunscreen"),
+    ]),
+    ("Explain recursion simply", [
+        ("user", "Explain recursion simply"),
+        ("assistant", "A function that solves a problem by calling itself on a smaller piece of it, "
+                      "until the piece is so small the answer is obvious."),
+    ]),
+]
+
+
+def make_sample_folder(home: Path) -> None:
+    opened = open_store(home)
+    store = opened.store
+    try:
+        for title, messages in SAMPLES:
+            c = store.create_conversation(title)
+            for role, text in messages:
+                store.append_message(c.id, role, text)
+        store.set_pinned(store.list_conversations()[-1].id, True)
+    finally:
+        store.close()
+
+
+def main(argv: list[str]) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    from app.application import ConfabApp
+    from app.self_test import wait_until
+
+    out = Path(argv[0] if argv else "docs")
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
+    make_sample_folder(home)
+    qapp = QApplication(sys.argv[:1])
+    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    window = confab.window
+    window.resize(1100, 700)
+    confab.show_window()
+    confab.load(DEFAULT_MODEL)
+    wait_until(qapp, lambda: window.state == "ready", 600, "the bundled model")
+    first = SAMPLES[0][0]
+    window.bridge.run(lambda store: next(c.id for c in store.list_conversations() if c.title == first)).success(
+        window.show_conversation)
+    settle(qapp, 1.5)
+    for theme in ("light", "dark"):
+        confab.apply_settings(replace(confab.settings, theme=theme))
+        settle(qapp, 0.8)
+        window.grab().save(str(out / f"main-{theme}.png"))
+        print(f"wrote {out / f'main-{theme}.png'}")
+    confab.apply_settings(replace(confab.settings, theme="light"))
+    confab.show_quick_chat(None)
+    quick = confab.quick_chat
+    quick.input.setText("What is a haiku?")
+    quick.input.returnPressed.emit()
+    wait_until(qapp, lambda: not confab.bridge.replying() and quick.answer_text(), 120, "the quick chat answer")
+    settle(qapp, 0.8)
+    quick.grab().save(str(out / "quick-chat.png"))
+    print(f"wrote {out / 'quick-chat.png'}")
+    window.close()
+    confab.shutdown()
+    return 0
+
+
+def settle(qapp, seconds: float) -> None:
+    """Let layouts, timers and repaints run for a moment before a picture is taken."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        qapp.processEvents()
+        time.sleep(0.01)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,117 @@
+"""`python -m app --self-test`: the real window on a real model, end to end, in a temporary folder.
+
+Starts the app (offscreen when there is no display), sends a message in two conversations at once,
+waits for both replies, closes the app, starts it again on the same folder and checks that both
+conversations are there with their replies. Prints each step; exits 0, or 1 with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from engine import EngineConfig, SamplingParams
+
+QUESTIONS = ("Name three colours.", "What is the capital of France?")
+PARAMS = SamplingParams(temperature=0, max_tokens=40)
+LOAD_TIMEOUT_S = 600
+REPLY_TIMEOUT_S = 300
+
+
+class SelfTestFailed(Exception):
+    """A step of the self-test did not do what it should."""
+
+
+def run_self_test(source: str, config: EngineConfig) -> int:
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and sys.platform.startswith("linux"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    home = Path(tempfile.mkdtemp(prefix="confab-self-test-"))
+    started = time.perf_counter()
+    try:
+        first_run(qapp, home, source, config)
+        second_run(qapp, home, source, config)
+    except SelfTestFailed as e:
+        print(f"self-test FAILED: {e}", flush=True)
+        return 1
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"self-test passed in {time.perf_counter() - started:.1f} s", flush=True)
+    return 0
+
+
+def first_run(qapp, home: Path, source: str, config: EngineConfig) -> None:
+    confab = start_app(qapp, home, source, config)
+    window = confab.window
+    overlap = []
+    window.chat.replies_changed.connect(lambda: overlap.append(len(confab.bridge.replying())))
+    for question in QUESTIONS:
+        window.show_conversation(None)
+        window.send(question)
+        wait_until(qapp, lambda: window.current_id is not None, 30, "a conversation to be created")
+    say(f"sent {len(QUESTIONS)} messages in two new conversations")
+    wait_until(qapp, lambda: overlap and not confab.bridge.replying(), REPLY_TIMEOUT_S, "both replies to finish")
+    say(f"both replies finished; at most {max(overlap)} streamed at the same time")
+    if max(overlap) < 2:
+        raise SelfTestFailed("the two replies did not stream at the same time")
+    window.close()
+    confab.shutdown()
+    say("closed the window and the engine")
+
+
+def second_run(qapp, home: Path, source: str, config: EngineConfig) -> None:
+    confab = start_app(qapp, home, source, config)
+    found: list = []
+    confab.bridge.run(lambda store: [(c.title, store.messages(c.id)) for c in store.list_conversations()]).success(
+        found.append).failure(lambda e: found.append(e))
+    wait_until(qapp, lambda: bool(found), 30, "the stored conversations")
+    try:
+        if isinstance(found[0], BaseException):
+            raise SelfTestFailed(f"could not read the store: {found[0]}")
+        conversations = dict(found[0])
+        for question in QUESTIONS:
+            messages = conversations.get(question)
+            if messages is None:
+                raise SelfTestFailed(f"conversation {question!r} is missing after the restart")
+            roles = [(m.role, m.status) for m in messages]
+            if roles != [("user", "complete"), ("assistant", "complete")] or not messages[1].content.strip():
+                raise SelfTestFailed(f"conversation {question!r} holds {roles} after the restart")
+            say(f"after restart: {question!r} → {messages[1].content.strip()[:60]!r}")
+    finally:
+        confab.window.close()
+        confab.shutdown()
+
+
+def start_app(qapp, home: Path, source: str, config: EngineConfig):
+    from app.application import ConfabApp
+
+    confab = ConfabApp(qapp, home, config, use_tray=False)
+    confab.bridge.params = PARAMS
+    confab.show_window()
+    confab.load(source)
+    wait_until(qapp, lambda: confab.window.state != "loading", LOAD_TIMEOUT_S, f"{source} to load")
+    if confab.window.state != "ready":
+        raise SelfTestFailed(confab.window.statusBar().currentMessage())
+    say(f"window up in {home}, model {confab.engine.model.name} on {confab.engine.backend}/{confab.engine.device}")
+    return confab
+
+
+def wait_until(qapp, done: Callable[[], object], timeout_s: float, what: str) -> None:
+    """Run the event loop until `done()` is true; SelfTestFailed naming `what` after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise SelfTestFailed(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        qapp.processEvents()
+        time.sleep(0.005)
+
+
+def say(message: str) -> None:
+    print(f"self-test: {message}", flush=True)

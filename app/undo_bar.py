@@ -1,0 +1,95 @@
+"""A slim "Deleted “title” — Undo" bar, so a delete can be taken back for a few seconds.
+
+The bar never deletes anything itself: it hands its token back through `undo` (put it back) or
+`expired` (commit the delete now). A newer message expires the previous token at once, so at most
+one delete is ever pending and the caller never loses track of one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+
+_IDLE = object()
+"""Stands for "no pending token" (None is a valid token)."""
+
+
+class UndoBar(QFrame):
+    """Shows one undoable message at a time; hidden when idle."""
+
+    undo = Signal(object)
+    """The user clicked Undo (or pressed Ctrl+Z while the bar shows): the token to put back."""
+    expired = Signal(object)
+    """The message timed out, was replaced or flushed: the token whose action is now final."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self._token: object = _IDLE
+        self._text = ""
+        self.setAccessibleName("Undo bar")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self.setBackgroundRole(QPalette.ColorRole.AlternateBase)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.label = QLabel()
+        self.label.setAccessibleName("Undo message")
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setAccessibleName("Undo")
+        self.undo_button.setToolTip("Undo (Ctrl+Z)")
+        self.undo_button.clicked.connect(self.trigger_undo)
+        box = QHBoxLayout(self)
+        box.setContentsMargins(8, 2, 4, 2)
+        box.addWidget(self.label, stretch=1)
+        box.addWidget(self.undo_button)
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.timeout.connect(self.flush)
+        # Only active while the bar is visible; a focused text field keeps its own Ctrl+Z.
+        QShortcut(QKeySequence.StandardKey.Undo, self, activated=self.trigger_undo,
+                  context=Qt.ShortcutContext.WindowShortcut)
+        self.hide()
+
+    def show_message(self, text: str, token: object, timeout_ms: int = 8000) -> None:
+        """Show `text` with an Undo button for `timeout_ms`; a pending token expires first."""
+        self.flush()
+        self._token = token
+        self._text = text
+        self.setToolTip(text)
+        self._elide()
+        self.show()
+        self.timer.start(max(0, timeout_ms))
+
+    def pending(self) -> bool:
+        """True while a message waits for Undo or its timeout."""
+        return self._token is not _IDLE
+
+    def trigger_undo(self) -> None:
+        """Hide the bar and hand the pending token back through `undo`."""
+        token = self._take()
+        if token is not _IDLE:
+            self.undo.emit(token)
+
+    def flush(self) -> None:
+        """Make the pending action final now (timeout, replacement, or the app closing)."""
+        token = self._take()
+        if token is not _IDLE:
+            self.expired.emit(token)
+
+    def _take(self) -> object:
+        token, self._token = self._token, _IDLE
+        self.timer.stop()
+        self.hide()
+        return token
+
+    def _elide(self) -> None:
+        width = max(0, self.label.width())
+        self.label.setText(self.label.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, width)
+                           if width > 20 else self._text)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._elide()

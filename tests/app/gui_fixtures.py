@@ -1,0 +1,50 @@
+"""Fixtures for the GUI tests (offscreen Qt, tiny model), imported explicitly:
+
+    from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+from app.bridge import Bridge  # noqa: E402
+from engine import Engine, EngineConfig, SamplingParams  # noqa: E402
+
+GREEDY = SamplingParams(temperature=0, max_tokens=12, ignore_stop=True)
+"""Short fixed-length greedy replies."""
+LONG = SamplingParams(temperature=0, max_tokens=400, ignore_stop=True)
+"""Replies long enough to stop, or to overlap with another, before they end."""
+
+
+@pytest.fixture(scope="module")
+def gui_engine(tiny_models) -> Engine:
+    """The tiny llama on torch in float32, shared by a test module."""
+    engine = Engine.load(str(tiny_models["llama"]), EngineConfig(backend="torch", dtype="float32", max_context=1024))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def bridge(qapp, gui_engine, tmp_path, monkeypatch) -> Bridge:
+    """A Bridge on an empty CONFAB_HOME with the engine attached; closed at teardown."""
+    monkeypatch.setenv("CONFAB_HOME", str(tmp_path / "home"))
+    b = Bridge(params=GREEDY)
+    b.attach_engine(gui_engine)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def window(qtbot, bridge):
+    """The main window, ready to send."""
+    from app.main_window import MainWindow
+
+    w = MainWindow(bridge)
+    qtbot.addWidget(w)
+    w.show()
+    w.set_state("ready", "ready")
+    return w
