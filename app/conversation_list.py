@@ -214,6 +214,12 @@ class ConversationList(QWidget):
             self.list.scrollToItem(item)
             self.list.editItem(item)
 
+    def shown(self) -> list[tuple[int, str]]:
+        """(id, title as shown) of every conversation row, top to bottom (headings left out)."""
+        rows = (self.list.item(i) for i in range(self.list.count()))
+        return [(item.data(ID_ROLE), item.text()) for item in rows
+                if item.data(KIND_ROLE) in ("conversation", "hit")]
+
     @staticmethod
     def item_id(item: Optional[QListWidgetItem]) -> Optional[int]:
         return item.data(ID_ROLE) if item is not None else None

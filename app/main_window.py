@@ -200,13 +200,14 @@ class MainWindow(QMainWindow):
         return self.chat.current_id
 
     def new_conversation(self) -> None:
-        self.bridge.run(lambda store: store.create_conversation()).success(
-            lambda c: self.refresh_conversations(select=c.id))
+        """An empty page at once; the conversation is created by its first message, so the list
+        never fills with empty "New conversation" entries and typing right away cannot race."""
+        self.show_conversation(None)
+        self.composer.setFocus()
 
     def close_conversation(self) -> None:
         """Ctrl+W: leave the conversation (it keeps any running reply) for an empty page."""
-        self.show_conversation(None)
-        self.composer.setFocus()
+        self.new_conversation()
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         self.bridge.run(lambda store: store.rename_conversation(conversation_id, title)).success(

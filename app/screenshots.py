@@ -83,8 +83,8 @@ def main(argv: list[str]) -> int:
     confab.show_quick_chat(None)
     quick = confab.quick_chat
     quick.input.setText("What is a haiku?")
-    quick.input.returnPressed.emit()
-    wait_until(qapp, lambda: not confab.bridge.replying() and quick.answer_text(), 120, "the quick chat answer")
+    quick.send()
+    wait_until(qapp, lambda: not confab.bridge.replying() and quick.reply_text, 120, "the quick chat answer")
     settle(qapp, 0.8)
     quick.grab().save(str(out / "quick-chat.png"))
     print(f"wrote {out / 'quick-chat.png'}")

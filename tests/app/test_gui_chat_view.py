@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QTextCursor, QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-import app.chat_view as chat_view_module  # noqa: E402
+import app.message_view as message_view_module  # noqa: E402
 from app.chat_view import ChatView, MessageView  # noqa: E402
 from app.store import Message  # noqa: E402
 
@@ -157,8 +157,8 @@ def test_busy_disables_regenerate_and_edit(view):
 def test_streaming_appends_to_the_last_message_only(view, qtbot, monkeypatch):
     view.set_messages(1, conversation("q", "a"))
     rendered: list[str] = []
-    real = chat_view_module.render_markdown
-    monkeypatch.setattr(chat_view_module, "render_markdown", lambda text, **kw: (rendered.append(text),
+    real = message_view_module.render_markdown
+    monkeypatch.setattr(message_view_module, "render_markdown", lambda text, **kw: (rendered.append(text),
                                                                                  real(text, **kw))[1])
     view.add_pending("user", "Tell me more")
     view.add_pending("assistant", "")
@@ -175,7 +175,7 @@ def test_refresh_with_unchanged_messages_rebuilds_nothing(view, monkeypatch):
     view.set_messages(1, messages)
     before = views(view)
     calls = []
-    monkeypatch.setattr(chat_view_module, "render_markdown", lambda text, **kw: calls.append(text) or "")
+    monkeypatch.setattr(message_view_module, "render_markdown", lambda text, **kw: calls.append(text) or "")
     view.set_messages(1, messages[:3] + [message(4, "assistant", "a2 final", "complete")])
     assert views(view) == before and calls == ["a2 final"]
 

@@ -1,0 +1,316 @@
+"""One message in the chat view: its header (role, status, Copy / Regenerate / Edit) and its
+Markdown body, with in-place editing of the user's own messages.
+
+Split from `chat_view`, which arranges these in a scrolling column and decides when they re-render.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QKeyEvent, QPainter, QPalette, QWheelEvent
+from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QPlainTextEdit,
+                               QPushButton, QScrollArea, QSizePolicy, QTextBrowser, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.store import Message
+
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
+RENDER_INTERVAL_MS = 50
+"""Streaming re-renders the last message at most this often (less often when rendering is slow)."""
+BOTTOM_SLACK_PX = 8
+"""Within this distance of the bottom the user counts as "at the bottom" (stays pinned)."""
+EXTERNAL_SCHEMES = ("http", "https", "mailto")
+"""Links in messages that open in the user's browser or mail app; any other link does nothing."""
+DEFAULT_EMPTY_TEXT = "<p style='font-size: large;'>Start a conversation</p><p>Type a message below.</p>"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What one MessageView shows; a message not yet in the store has id None."""
+
+    id: Optional[int]
+    role: str
+    content: str
+    status: str
+    error: Optional[str] = None
+
+    @classmethod
+    def of(cls, m: Message) -> "Shown":
+        return cls(m.id, m.role, m.content, m.status, m.error)
+
+
+def status_note(shown: Shown) -> str:
+    """The header's note on how a reply ended ("" when it completed or is still streaming)."""
+    note = STATUS_NOTES.get(shown.status, "")
+    return f"{note}: {shown.error}" if shown.status == "error" and shown.error else note
+
+
+class MessageBody(QTextBrowser):
+    """Read-only rich text as tall as its content and as wide as the view, with no scroll bars;
+    the mouse wheel over it scrolls the chat view."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.document().setDocumentMargin(2)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+
+    def _fit_height(self) -> None:
+        height = math.ceil(self.document().size().height()) + 2 * self.frameWidth() + 1
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt name)
+        """Scroll the conversation, not this (never scrolling) text."""
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        if area is None:
+            event.ignore()
+        else:
+            QApplication.sendEvent(area.verticalScrollBar(), event)
+
+
+class MessageView(QFrame):
+    """One message: a header (role, status note, buttons) over its rendered Markdown, or over an
+    inline editor while the user edits it."""
+
+    regenerate_clicked = Signal()
+    edit_submitted = Signal(int, str)
+    """(message id, new text)."""
+
+    def __init__(self, shown: Shown, *, dark: bool = False, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.shown = shown
+        self.dark = dark
+        self.busy = False
+        self.is_last_reply = False
+        self.editor: Optional[_EditPanel] = None
+        self._render_timer = QTimer(self, singleShot=True, interval=RENDER_INTERVAL_MS)
+        self._render_timer.timeout.connect(self.render_body)
+        self._copied_timer = QTimer(self, singleShot=True, interval=1500)
+        self._copied_timer.timeout.connect(lambda: self.copy_button.setText("Copy"))
+        self.setup_header()
+        self.body = MessageBody()
+        self.body.anchorClicked.connect(self._on_link)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 6, 10, 6)
+        box.setSpacing(2)
+        box.addLayout(self.header)
+        box.addWidget(self.body)
+        self._apply(shown)
+
+    def setup_header(self) -> None:
+        self.role_label = QLabel()
+        font = self.role_label.font()
+        font.setBold(True)
+        self.role_label.setFont(font)
+        self.note_label = QLabel(accessibleName="Reply status")
+        self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.copy_button = _small_button("Copy", "Copy message", "Copy this message's text")
+        self.copy_button.clicked.connect(self.copy_text)
+        self.edit_button = _small_button("Edit", "Edit message", "Edit this message and send it again")
+        self.edit_button.clicked.connect(self.start_edit)
+        self.regenerate_button = _small_button("Regenerate", "Regenerate reply", "Write this reply again")
+        self.regenerate_button.clicked.connect(self.regenerate_clicked)
+        self.header = QHBoxLayout(spacing=6)
+        self.header.addWidget(self.role_label)
+        self.header.addWidget(self.note_label)
+        self.header.addStretch(1)
+        for w in (self.edit_button, self.regenerate_button, self.copy_button):
+            self.header.addWidget(w)
+
+    # -- content -----------------------------------------------------------------------------------
+    def show_message(self, shown: Shown) -> None:
+        """Show `shown`; does nothing when it is what is shown already (no flicker). A reply still
+        streaming keeps the text streamed so far when the store's copy lags behind it."""
+        if shown.status == "streaming" and self.shown.content.startswith(shown.content):
+            shown = replace(shown, content=self.shown.content)
+        if shown != self.shown:
+            self._apply(shown)
+
+    def append(self, text: str) -> None:
+        """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
+        self.shown = replace(self.shown, content=self.shown.content + text)
+        if not self._render_timer.isActive():
+            self._render_timer.start()
+
+    def render_body(self) -> None:
+        """Render the Markdown now. A slow render (a long reply) spaces the next streaming render
+        out to twice its cost, so the window keeps answering the user."""
+        self._render_timer.stop()
+        started = time.perf_counter()
+        if not self.shown.content and self.shown.status == "streaming":
+            self.body.setHtml("<p style='color: gray;'>…</p>")  # waiting for the first token
+        else:
+            self.body.setHtml(render_markdown(self.shown.content, dark=self.dark))
+        cost_ms = (time.perf_counter() - started) * 1000
+        self._render_timer.setInterval(max(RENDER_INTERVAL_MS, round(2 * cost_ms)))
+
+    def plain_text(self) -> str:
+        """Role name, then the raw text, with how the reply ended in parentheses."""
+        note = status_note(self.shown)
+        return f"{ROLE_NAMES.get(self.shown.role, self.shown.role)}\n{self.shown.content}" + (
+            f" ({note[0].lower()}{note[1:]})" if note else "")
+
+    def _apply(self, shown: Shown) -> None:
+        self.shown = shown
+        name = ROLE_NAMES.get(shown.role, shown.role)
+        self.role_label.setText(name)
+        self.body.setAccessibleName(f"{name} message")
+        note = status_note(shown)
+        self.note_label.setText(note if len(note) <= 100 else note[:99] + "…")
+        self.note_label.setToolTip(note)
+        self.note_label.setVisible(bool(note))
+        self._update_buttons()
+        self.render_body()
+        self.update()  # the background depends on the role
+
+    # -- state -------------------------------------------------------------------------------------
+    def set_dark(self, dark: bool) -> None:
+        if dark != self.dark:
+            self.dark = dark
+            self.render_body()
+
+    def set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        self._update_buttons()
+
+    def set_last_reply(self, last: bool) -> None:
+        self.is_last_reply = last
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        can_edit = self.shown.role == "user" and self.shown.id is not None
+        self.edit_button.setVisible(can_edit and self.editor is None)
+        self.edit_button.setEnabled(not self.busy)
+        self.regenerate_button.setVisible(self.is_last_reply and self.shown.role == "assistant"
+                                          and self.shown.id is not None and self.shown.status != "streaming")
+        self.regenerate_button.setEnabled(not self.busy)
+        if self.editor is not None:
+            self.editor.send_button.setEnabled(not self.busy)
+
+    # -- actions -----------------------------------------------------------------------------------
+    def copy_text(self) -> None:
+        QApplication.clipboard().setText(self.shown.content)
+        self.copy_button.setText("Copied")
+        self._copied_timer.start()
+
+    def _on_link(self, url: QUrl) -> None:
+        index = copy_index(url.toString())
+        if index is not None:
+            blocks = code_blocks(self.shown.content)
+            if index < len(blocks):
+                QApplication.clipboard().setText(blocks[index])
+        elif url.scheme() in EXTERNAL_SCHEMES:
+            QDesktopServices.openUrl(url)
+
+    def start_edit(self) -> None:
+        """Swap the body for an editor holding the raw text, with Send and Cancel."""
+        if self.editor is not None or self.shown.id is None:
+            return
+        self.editor = _EditPanel(self.shown.content, self)
+        self.editor.sent.connect(self._send_edit)
+        self.editor.cancelled.connect(self.stop_edit)
+        self.layout().addWidget(self.editor)
+        self.body.hide()
+        self._update_buttons()
+        self.editor.text.setFocus()
+
+    def stop_edit(self) -> None:
+        if self.editor is not None:
+            self.editor.deleteLater()
+            self.editor = None
+            self.body.show()
+            self._update_buttons()
+
+    def _send_edit(self, text: str) -> None:
+        if self.busy or self.shown.id is None or not text.strip():
+            return
+        message_id = self.shown.id
+        self.stop_edit()
+        self.edit_submitted.emit(message_id, text)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        """The user's messages sit on a faint tint of the highlight color, in light and dark."""
+        if self.shown.role == "user":
+            pal = self.palette()
+            tint = _mix(pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Highlight), 0.10)
+            painter = QPainter(self)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(tint)
+            painter.drawRoundedRect(self.rect().adjusted(1, 1, -1, -1), 8, 8)
+            painter.end()
+        super().paintEvent(event)
+
+
+class _EditText(QPlainTextEdit):
+    """The editor's text box: Ctrl+Enter sends, Esc cancels."""
+
+    send_pressed = Signal()
+    cancel_pressed = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
+        key, mods = event.key(), event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and mods & Qt.KeyboardModifier.ControlModifier:
+            self.send_pressed.emit()
+        elif key == Qt.Key.Key_Escape:
+            self.cancel_pressed.emit()
+        else:
+            super().keyPressEvent(event)
+
+
+class _EditPanel(QWidget):
+    """The inline editor of a user message, with Send and Cancel."""
+
+    sent = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, text: str, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.text = _EditText(text, accessibleName="Edited message", toolTip="Ctrl+Enter sends, Esc cancels")
+        lines = max(3, min(12, text.count("\n") + 2))
+        self.text.setFixedHeight(self.text.fontMetrics().lineSpacing() * lines + 12)
+        self.send_button = QPushButton("Send", accessibleName="Send edited message", toolTip=(
+            "Send the edited message; the conversation goes on from here (Ctrl+Enter)"))
+        self.send_button.clicked.connect(lambda: self.sent.emit(self.text.toPlainText()))
+        cancel = QPushButton("Cancel", accessibleName="Cancel editing", toolTip="Keep the message as it was (Esc)")
+        cancel.clicked.connect(self.cancelled)
+        self.text.send_pressed.connect(self.send_button.click)
+        self.text.cancel_pressed.connect(self.cancelled)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(cancel)
+        buttons.addWidget(self.send_button)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.text)
+        box.addLayout(buttons)
+
+
+def _small_button(text: str, name: str, tip: str) -> QToolButton:
+    button = QToolButton(text=text, toolTip=tip, autoRaise=True, accessibleName=name)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
+def _mix(a: QColor, b: QColor, t: float) -> QColor:
+    return QColor(*(round(x + (y - x) * t) for x, y in zip(a.getRgb()[:3], b.getRgb()[:3])))

@@ -1,0 +1,146 @@
+"""App-wide settings: one frozen dataclass, kept in `<home>/settings.ini` through QSettings.
+
+    settings = load_settings(data_dir())
+    save_settings(data_dir(), dataclasses.replace(settings, theme="dark"))
+    params = sampling_params(conversation.sampling, settings)
+
+A missing, garbled or out-of-range value falls back to that field's default: a bad settings file
+never stops the app from starting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from PySide6.QtCore import QSettings
+
+from engine import SamplingParams
+
+Theme = Literal["system", "light", "dark"]
+THEMES: tuple[str, ...] = ("system", "light", "dark")
+SETTINGS_FILE = "settings.ini"
+
+# Allowed ranges, shared by the dialogs' spin boxes so a bad value cannot be typed in.
+FONT_SIZE_RANGE = (8, 24)
+TEMPERATURE_RANGE = (0.0, 2.0)
+TOP_P_RANGE = (0.01, 1.0)
+MAX_TOKENS_RANGE = (1, 32768)
+STATE_BUDGET_MB_RANGE = (64, 1 << 20)
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """What the user chose in Settings; every field has a safe default."""
+
+    theme: Theme = "system"
+    """"system" follows the desktop's light/dark choice; "light" or "dark" force one."""
+    font_size: int = 11
+    """Point size of the app's font (8..24)."""
+    temperature: float = 0.7
+    """Default sampling temperature for conversations that do not set their own (0..2)."""
+    top_p: float = 1.0
+    """Default nucleus sampling share (0.01..1)."""
+    max_tokens: int = 512
+    """Default most tokens per reply (1..32768)."""
+    state_budget_mb: int = 2048
+    """MiB of disk that saved session states may use before the oldest are deleted."""
+    close_to_tray: bool = False
+    """Closing the window hides it to the tray icon instead of quitting (needs a tray)."""
+    menubar_only: bool = False
+    """macOS: run as a menubar-only app, with no Dock icon."""
+    last_model: str = ""
+    """Source of the model loaded last ("" means the bundled default)."""
+
+
+_LIMITS: dict[str, tuple[float, float]] = {
+    "font_size": FONT_SIZE_RANGE,
+    "temperature": TEMPERATURE_RANGE,
+    "top_p": TOP_P_RANGE,
+    "max_tokens": MAX_TOKENS_RANGE,
+    "state_budget_mb": STATE_BUDGET_MB_RANGE,
+}
+_DEFAULTS = AppSettings()
+
+
+def settings_path(home: Path) -> Path:
+    return Path(home) / SETTINGS_FILE
+
+
+def _qsettings(home: Path) -> QSettings:
+    return QSettings(str(settings_path(home)), QSettings.Format.IniFormat)
+
+
+def load_settings(home: Path) -> AppSettings:
+    """Settings stored in `home`, each missing or unreadable value replaced by its default."""
+    try:
+        qs = _qsettings(home)
+        raw = {f.name: qs.value(f.name) for f in fields(AppSettings) if qs.contains(f.name)}
+    except Exception:  # an unreadable file must not keep the app from starting
+        return AppSettings()
+    values = {}
+    for f in fields(AppSettings):
+        value = _parse(f.name, raw.get(f.name))
+        if value is not None:
+            values[f.name] = value
+    return AppSettings(**values)
+
+
+def save_settings(home: Path, settings: AppSettings) -> None:
+    """Write every field to `<home>/settings.ini` (the folder is created if needed)."""
+    Path(home).mkdir(parents=True, exist_ok=True)
+    qs = _qsettings(home)
+    for f in fields(AppSettings):
+        qs.setValue(f.name, getattr(settings, f.name))
+    qs.sync()
+
+
+def _parse(name: str, raw: Any) -> Optional[Any]:
+    """`raw` (as QSettings returns it, usually text) as the field's type, or None if unusable."""
+    if raw is None:
+        return None
+    default = getattr(_DEFAULTS, name)
+    if isinstance(default, bool):
+        return _parse_bool(raw)
+    if name == "theme":
+        return raw if raw in THEMES else None
+    if isinstance(default, str):
+        return raw if isinstance(raw, str) else None
+    number = _number(raw, int if isinstance(default, int) else float)
+    low, high = _LIMITS[name]
+    return number if number is not None and low <= number <= high else None
+
+
+def _parse_bool(raw: Any) -> Optional[bool]:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    return {"true": True, "1": True, "false": False, "0": False}.get(text)
+
+
+def _number(raw: Any, kind: type) -> Optional[float]:
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    if kind is int:
+        return int(value) if value.is_integer() else None
+    return value
+
+
+def sampling_params(conversation_sampling: dict, settings: AppSettings) -> SamplingParams:
+    """The conversation's own temperature / top_p / max_tokens over the app defaults.
+
+    A key the conversation does not set, or sets to a value out of range, uses the app default.
+    """
+    chosen: dict[str, Any] = {}
+    for name in ("temperature", "top_p", "max_tokens"):
+        default = getattr(settings, name)
+        own = conversation_sampling.get(name) if isinstance(conversation_sampling, dict) else None
+        value = _parse(name, own) if own is not None and not isinstance(own, bool) else None
+        chosen[name] = value if value is not None else default
+    return SamplingParams(**chosen)
