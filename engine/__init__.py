@@ -10,6 +10,7 @@ The engine imports neither Qt nor SQLite; the app sees it only through these nam
 """
 
 from .engine import Engine
+from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
 from .session import Session, Stream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
@@ -21,7 +22,9 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "GenerationStats",
+    "MemoryEstimate",
     "SamplingParams",
     "Session",
     "Stream",
+    "estimate_memory",
 ]

@@ -1,0 +1,149 @@
+"""How much memory a model would take, read from file headers before anything is loaded.
+
+    from engine import estimate_memory
+
+    e = estimate_memory("bundled:smollm2-135m-instruct", max_context=4096)
+    print(e.weights_bytes, e.bytes_per_session)
+
+Only headers and metadata are read (safetensors headers, GGUF fields through the memory-mapped
+`gguf.GGUFReader`): no tensor data, no torch, no conversion. The figures are those `Engine.capacity()`
+reports once the same source is loaded with the same dtype and max_context.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import backends
+from .capacity import DTYPE_BYTES, bytes_per_session
+from .errors import ModelLoadError
+from .models.gguf_convert import SUPPORTED_ARCHITECTURES
+from .models.sources import bundled_gguf, check_folder
+from .types import EngineConfig
+
+# Bytes per element of each safetensors dtype; float ones are cast to the load dtype.
+_ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U64": 8, "I32": 4, "U32": 4,
+             "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+_ST_FLOATS = {"F64", "F32", "F16", "BF16"}
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What loading a model would cost, before loading it."""
+
+    weights_bytes: int
+    """Bytes of the weights once loaded in the chosen dtype."""
+    bytes_per_session: int
+    """State bytes of one session filled to `max_context` (as `Capacity.bytes_per_session`)."""
+    max_context: int
+    """Tokens per session the figure above assumes."""
+    name: str
+    """The model's name as the engine would report it."""
+
+
+def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -> MemoryEstimate:
+    """Estimate weights and per-session bytes of `source` without loading its weights.
+
+    source: "bundled:<name>", a Hugging Face or MLX folder, or a .gguf file (as `Engine.load`).
+    dtype: "auto" means the dtype the platform's default backend loads in (bfloat16 on torch,
+    float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
+    InvalidRequestError for a bad dtype or max_context.
+    """
+    EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
+    dtype = auto_dtype() if dtype == "auto" else dtype
+    if source.startswith("bundled:"):
+        return _from_gguf(bundled_gguf(source.removeprefix("bundled:")), source, max_context, dtype)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"model not found: {path} does not exist")
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelLoadError(f"{path.name}: a model file must be a .gguf; otherwise pass its folder")
+        return _from_gguf(path, path.stem, max_context, dtype)
+    return _from_folder(path, max_context, dtype)
+
+
+def auto_dtype() -> str:
+    """The dtype "auto" loads in with the platform's default backend and device."""
+    return "float16" if backends.default_backend() == "mlx" else "bfloat16"
+
+
+def _from_folder(path: Path, max_context: int, dtype: str) -> MemoryEstimate:
+    from safetensors import safe_open
+
+    model = check_folder(path, name=path.name)  # config, complete weights and a tokenizer
+    quantized = model.is_mlx_quantized
+    total = 0
+    for file in model.weight_files:
+        try:
+            with safe_open(str(file), framework="numpy") as f:
+                for key in f.keys():
+                    piece = f.get_slice(key)
+                    total += _loaded_bytes(key, piece.get_shape(), piece.get_dtype(), dtype, quantized)
+        except Exception as e:
+            raise ModelLoadError(f"{file.name} is not a readable safetensors file: {e}") from e
+    return MemoryEstimate(total, _per_session(model.config, dtype, max_context), max_context, model.name)
+
+
+def _loaded_bytes(key: str, shape: list[int], st_dtype: str, dtype: str, quantized: bool) -> int:
+    """Bytes of one tensor once loaded: floats in `dtype`, except the scales and biases of packed
+    (MLX-quantized) layers and any integer data, which stay as stored."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    keep = st_dtype not in _ST_FLOATS or (quantized and key.endswith((".scales", ".biases")))
+    return count * (_ST_BYTES.get(st_dtype, 4) if keep else DTYPE_BYTES[dtype])
+
+
+def _from_gguf(path: Path, name: str, max_context: int, dtype: str) -> MemoryEstimate:
+    stat = path.stat()
+    config_items, elements = _gguf_facts(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    # The project dequantizes GGUF weights to float16, then the backend loads them in `dtype`.
+    return MemoryEstimate(elements * DTYPE_BYTES[dtype], _per_session(dict(config_items), dtype, max_context),
+                          max_context, name)
+
+
+@functools.lru_cache(maxsize=16)
+def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int]:
+    """(config items for capacity, total tensor elements) of a GGUF file; cached per file version,
+    since parsing a GGUF's tokenizer fields takes seconds."""
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path)
+    except Exception as e:
+        raise ModelLoadError(f"{Path(path).name} is not a readable GGUF file: {e}") from e
+
+    def field(key: str):
+        f = reader.fields.get(key)
+        return f.contents() if f is not None else None
+
+    arch = field("general.architecture")
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise ModelLoadError(
+            f"{Path(path).name}: GGUF architecture {arch!r} is not supported "
+            f"(supported: {', '.join(sorted(SUPPORTED_ARCHITECTURES))})"
+        )
+    layers, heads = field(f"{arch}.block_count"), field(f"{arch}.attention.head_count")
+    hidden = field(f"{arch}.embedding_length")
+    if not (layers and heads and hidden):
+        raise ModelLoadError(f"{Path(path).name}: GGUF header lacks the layer, head or width counts")
+    kv = field(f"{arch}.attention.head_count_kv") or heads
+    config = {
+        "num_hidden_layers": int(layers),
+        "num_attention_heads": int(heads),
+        "num_key_value_heads": int(max(kv) if isinstance(kv, list) else kv),
+        "hidden_size": int(hidden),
+        "head_dim": int(field(f"{arch}.attention.key_length") or int(hidden) // int(heads)),
+    }
+    elements = sum(int(t.n_elements) for t in reader.tensors)
+    return tuple(sorted(config.items())), elements
+
+
+def _per_session(config: dict, dtype: str, max_context: int) -> int:
+    try:
+        return bytes_per_session(config, dtype, max_context)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelLoadError(f"the model's config lacks what a session size needs: {e}") from e
