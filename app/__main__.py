@@ -58,7 +58,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     instance.raise_requested.connect(confab.show_window)
     confab.window.closed.connect(confab.quit)
     confab.show_window()
-    confab.load(args.model or confab.settings.last_model or DEFAULT_MODEL)
+    confab.load(args.model or confab.settings.last_model or DEFAULT_MODEL, fall_back=args.model is None)
     return qapp.exec()
 
 

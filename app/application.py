@@ -54,6 +54,7 @@ class ConfabApp(QObject):
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
         self._closed = False
+        self._fall_back = False
         self.setup_signals()
         self.apply_settings(self.settings)
         self.bridge.opened.add_done_callback(
@@ -77,8 +78,11 @@ class ConfabApp(QObject):
         self.qapp.aboutToQuit.connect(self.shutdown)
 
     # -- model -------------------------------------------------------------------------------------
-    def load(self, source: str) -> None:
-        """Load `source` off the GUI thread; the current model keeps serving until it is ready."""
+    def load(self, source: str, *, fall_back: bool = False) -> None:
+        """Load `source` off the GUI thread; the current model keeps serving until it is ready.
+        `fall_back`: if it fails and no model is loaded, load the bundled one instead (for a
+        remembered model that was moved or deleted since)."""
+        self._fall_back = fall_back
         self.window.load_model_action.setEnabled(False)
         if self.engine is None:
             self.window.set_state("loading", f"Loading {source}…")
@@ -110,7 +114,7 @@ class ConfabApp(QObject):
 
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
-        if self.engine is None and source != DEFAULT_MODEL:  # e.g. a remembered model was removed
+        if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
             self.window.show_error(f"Could not load {source}: {message}. Loading the bundled model instead.")
             self.load(DEFAULT_MODEL)
         elif self.engine is None:

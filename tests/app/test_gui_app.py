@@ -26,12 +26,12 @@ def start_app(qapp, qtbot, tiny_models, tmp_path):
 
     apps = []
 
-    def start(source=None):
+    def start(source=None, fall_back=False):
         confab = ConfabApp(qapp, tmp_path / "home", CONFIG, use_tray=False)
         apps.append(confab)
         qtbot.addWidget(confab.window)
         confab.show_window()
-        confab.load(str(source or tiny_models["llama"]))
+        confab.load(str(source or tiny_models["llama"]), fall_back=fall_back)
         qtbot.waitUntil(lambda: confab.window.state != "loading", timeout=TIMEOUT)
         confab.bridge.params = SHORT
         return confab
@@ -65,13 +65,20 @@ def test_a_failed_load_keeps_the_previous_model_usable(qtbot, start_app, tmp_pat
     assert send(qtbot, confab, "Still there?").finish_reason == "length"
 
 
-def test_the_first_load_failing_says_why_and_disables_the_composer(qtbot, start_app, tmp_path, monkeypatch):
-    import app.application as application
-
-    monkeypatch.setattr(application, "DEFAULT_MODEL", str(tmp_path / "also-missing"))
+def test_the_first_load_failing_says_why_and_disables_the_composer(qtbot, start_app, tmp_path):
     confab = start_app(tmp_path / "also-missing")
     assert confab.window.state == "failed" and not confab.window.composer.isEnabled()
     assert "Could not load" in confab.window.composer.placeholderText()
+
+
+def test_a_remembered_model_that_is_gone_falls_back_to_the_default(qtbot, start_app, tiny_models, tmp_path,
+                                                                   monkeypatch):
+    import app.application as application
+
+    monkeypatch.setattr(application, "DEFAULT_MODEL", str(tiny_models["llama"]))
+    confab = start_app(tmp_path / "moved-away", fall_back=True)
+    qtbot.waitUntil(lambda: confab.window.state == "ready", timeout=TIMEOUT)
+    assert confab.source == str(tiny_models["llama"])
 
 
 def test_settings_persist_across_restarts(qtbot, start_app, monkeypatch):
