@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Set up the project's virtual environment (.venv) on first use, then run Confab or its tests.
 
-    python3 bootstrap.py run     # Confab with the bundled default model
+    python3 bootstrap.py run     # Confab's window, with the bundled default model
     python3 bootstrap.py test    # install what the tests need and run the whole suite
+    python3 bootstrap.py setup   # only create/update .venv (for scripts that use .venv/bin/python)
 
 Only the standard library is used here: this runs before anything is installed.
 """
@@ -44,13 +45,16 @@ def ensure_venv(extras: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("run", "test"):
+    if not argv or argv[0] not in ("run", "test", "setup"):
         print(__doc__.strip())
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "setup":
+        ensure_venv("")
+        return 0
     if command == "run":
         python = ensure_venv("")
-        args = ["-m", "engine", "chat", "--model", "bundled:smollm2-135m-instruct", *rest]
+        args = ["-m", "app", *rest]
     else:
         python = ensure_venv("test")
         args = ["-m", "pytest", *rest]

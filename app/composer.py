@@ -19,7 +19,7 @@ class Composer(QPlainTextEdit):
         self.setAccessibleDescription("Enter sends, Shift+Enter adds a line, Esc stops the reply")
         self.setPlaceholderText("Message (Enter sends, Shift+Enter new line, Esc stops)")
         self.setTabChangesFocus(True)
-        self.setMaximumHeight(120)
+        self.setMaximumHeight(self.fontMetrics().lineSpacing() * 4 + 16)  # about four lines
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
         key, mods = event.key(), event.modifiers()

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from app.store import open_store
-from engine import DEFAULT_MODEL, EngineConfig
+from engine import DEFAULT_MODEL, EngineConfig, SamplingParams
 
 SAMPLES = [
     ("Reverse a list in Python", [
@@ -80,11 +80,13 @@ def main(argv: list[str]) -> int:
         window.grab().save(str(out / f"main-{theme}.png"))
         print(f"wrote {out / f'main-{theme}.png'}")
     confab.apply_settings(replace(confab.settings, theme="light"))
+    confab.bridge.params = SamplingParams(temperature=0, max_tokens=80)  # a short, repeatable answer
     confab.show_quick_chat(None)
     quick = confab.quick_chat
     quick.input.setText("What is a haiku?")
     quick.send()
-    wait_until(qapp, lambda: not confab.bridge.replying() and quick.reply_text, 120, "the quick chat answer")
+    wait_until(qapp, lambda: quick.reply_text and not confab.bridge.replying(), 300,
+               f"the quick chat answer ({quick.status_label.text()})")
     settle(qapp, 0.8)
     quick.grab().save(str(out / "quick-chat.png"))
     print(f"wrote {out / 'quick-chat.png'}")

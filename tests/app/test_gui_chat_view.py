@@ -261,3 +261,22 @@ def test_dark_mode_re_renders_code_in_dark_colors(view):
     assert "#0d1117" in views(view)[1].body.toHtml().lower()
     view.add_pending("assistant", "```\nx\n```")
     assert "#0d1117" in views(view)[-1].body.toHtml().lower()
+
+
+def test_message_text_follows_a_theme_switch(view, qapp):
+    # A style sheet on the message bodies once froze their palette: after switching to dark, the
+    # text stayed dark grey on the dark background.
+    from PySide6.QtGui import QPalette
+
+    from app.theme import apply_theme
+
+    view.set_messages(1, conversation("Hi", "Hello"))
+    try:
+        for theme in ("light", "dark"):
+            dark = apply_theme(qapp, theme, 11)
+            view.set_dark(dark)
+            qapp.processEvents()
+            text = qapp.palette().color(QPalette.ColorRole.Text)
+            assert all(v.body.palette().color(QPalette.ColorRole.Text) == text for v in views(view))
+    finally:
+        apply_theme(qapp, "light", 11)
