@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
 from app.conversation_settings import ConversationSettingsDialog
+from app.macos import set_menubar_only
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
@@ -137,6 +138,8 @@ class ConfabApp(QObject):
         self.window.chat_view.set_dark(self.dark)
         self.bridge.params = sampling_params({}, settings)
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
+        if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
+            set_menubar_only(settings.menubar_only)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)

@@ -79,3 +79,12 @@ def test_sampling_params_merge(conversation, expected):
     p = sampling_params(conversation, DEFAULTS)
     assert (p.temperature, p.top_p, p.max_tokens) == expected
     p.validate()
+
+
+def test_menubar_only_is_a_no_op_off_macos(monkeypatch):
+    import sys
+
+    from app.macos import set_menubar_only
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert set_menubar_only(True) is False
