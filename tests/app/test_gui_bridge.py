@@ -104,6 +104,24 @@ def test_send_before_the_engine_is_attached_fails(qtbot, qapp, tmp_path):
         b.close()
 
 
+def test_a_conversations_own_settings_override_the_defaults(qtbot, bridge, gui_engine):
+    cid = _new(qtbot, bridge)
+    bridge.run(lambda store: store.update_conversation(cid, system_prompt="Be brief.", sampling={"max_tokens": 3}))
+    done = []
+    Send(bridge, cid, "Hello").success(done.append).run()  # bridge.params asks for 12 tokens
+    qtbot.waitUntil(lambda: bool(done), timeout=20_000)
+    assert done[0].stats.generated_tokens == 3
+    assert done[0].stats.prompt_tokens > len(gui_engine.tokenizer.encode("Hello")) + 3  # the system prompt too
+
+
+def test_regenerate_and_edit_refuse_what_they_cannot_do(qtbot, bridge):
+    cid = _new(qtbot, bridge)
+    failed = []
+    Send.regenerate(bridge, cid).failure(failed.append).run()
+    qtbot.waitUntil(lambda: bool(failed), timeout=20_000)
+    assert "no message to answer again" in str(failed[0])
+
+
 def _new(qtbot, bridge) -> int:
     ids = []
     bridge.run(lambda store: store.create_conversation().id).success(ids.append)
