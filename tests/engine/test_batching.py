@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from engine import SamplingParams
+from engine.errors import SessionPoisonedError
 from tests.engine.helpers import prompt_ids, token_ids
 
 TEXTS = [
@@ -98,3 +99,64 @@ def test_unbatched_when_max_batch_is_1_or_deterministic(make_engine, tiny_models
         solo = alone(engine, 32)
         got, rows = watched_with_others(engine, 3, 32)
         assert got == solo and rows == [], config
+
+
+def test_failed_batched_forward_poisons_only_the_faulty_session(tiny_engine, monkeypatch):
+    """The batch fails; each member is retried alone, and only the one whose forward fails is poisoned."""
+    engine, worker = tiny_engine, tiny_engine._worker
+    solo = alone(engine, 48)
+    bad, good = engine.open_session(), engine.open_session()
+    real_batch, real_forward, real_round = worker.backend.forward_batch, worker.backend.forward, worker.step_round
+    rounds = itertools.count()
+    faulty = threading.Event()
+
+    def forward_batch(batch, ids):
+        if faulty.is_set():
+            raise RuntimeError("simulated device fault")
+        return real_batch(batch, ids)
+
+    def forward(state, ids):
+        if faulty.is_set() and state is worker.slots[bad.id].state:
+            raise RuntimeError("simulated device fault")
+        return real_forward(state, ids)
+
+    def step_round():
+        if next(rounds) == JOIN_AT:
+            faulty.set()
+        real_round()
+
+    monkeypatch.setattr(worker.backend, "forward_batch", forward_batch)
+    monkeypatch.setattr(worker.backend, "forward", forward)
+    monkeypatch.setattr(worker, "step_round", step_round)
+    gate = threading.Event()
+    engine._post(lambda w: gate.wait(30))
+    bad_stream = bad.generate(prompt_ids(engine, TEXTS[2]), greedy(48))
+    good_stream = good.generate(prompt_ids(engine, TEXTS[0]), greedy(48))
+    gate.set()
+    with pytest.raises(SessionPoisonedError, match="simulated device fault"):
+        token_ids(bad_stream)
+    assert token_ids(good_stream) == solo
+    monkeypatch.setattr(worker, "step_round", real_round)
+    faulty.clear()
+    bad.reset()
+    assert len(token_ids(bad.generate([1, 2, 3], greedy(8)))) == 8
+    bad.close()
+    good.close()
+
+
+def test_fault_mid_batched_forward_is_rolled_back(make_engine, tiny_models, monkeypatch):
+    """A layer fails after earlier layers appended to the batch cache: the step is undone and redone alone."""
+    engine = make_engine(tiny_models["llama"], "torch")
+    worker, layer = engine._worker, engine._worker.backend.model.model.layers[1]
+    solo = alone(engine, 48)
+    real_layer_forward, failures = layer.forward, itertools.count()
+
+    def layer_forward(hidden_states, *args, **kwargs):
+        if hidden_states.shape[0] > 1 and next(failures) % 5 == 0:  # every fifth batched call fails
+            raise RuntimeError("simulated fault in layer 1")
+        return real_layer_forward(hidden_states, *args, **kwargs)
+
+    monkeypatch.setattr(layer, "forward", layer_forward)
+    got, rows = watched_with_others(engine, 3, 48)
+    assert got == solo
+    assert rows and next(failures) > 5
