@@ -37,15 +37,20 @@ def run_bench(args: argparse.Namespace) -> int:
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, args.tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
-        aggregate, per_session = {}, {}
-        for n in counts:
-            aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
-            say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session")
+        aggregate, per_session, unbatched = {}, {}, {}
+        # The same work with the scheduler forced to one session a forward (max_batch=1), measured
+        # right after each batched figure: on a shared machine, only figures taken close together compare.
+        config = EngineConfig(backend=args.backend, dtype=args.dtype, max_batch=1)
+        with Engine.load(args.model, config) as solo_engine:
+            measure_decode(solo_engine, 8)  # warm-up
+            for n in counts:
+                aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
+                unbatched[n] = measure_concurrent(solo_engine, n, args.tokens)[0]
+                say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session; "
+                    f"unbatched {unbatched[n]:.1f}")
         ttft_idle = measure_ttft(engine, busy=0)
         ttft_busy = measure_ttft(engine, busy=BUSY)
         say(f"time to first token: {ttft_idle:.3f} s idle, {ttft_busy:.3f} s while {BUSY} sessions decode")
-        say("unbatched (one session a forward)...")
-        unbatched = measure_unbatched(args, counts)
         say("plain library path...")
         library = library_decode_tok_s(engine, args.tokens)
         cap = engine.capacity()
@@ -140,14 +145,6 @@ def measure_ttft(engine: Engine, busy: int, repeats: int = 3) -> float:
         stream.close()
         session.close()
     return statistics.median(times)
-
-
-def measure_unbatched(args: argparse.Namespace, counts: list[int]) -> dict[int, float]:
-    """Aggregate tok/s with the scheduler forced to one session per forward (max_batch=1)."""
-    config = EngineConfig(backend=args.backend, dtype=args.dtype, max_batch=1)
-    with Engine.load(args.model, config) as engine:
-        measure_decode(engine, 8)  # warm-up
-        return {n: measure_concurrent(engine, n, args.tokens)[0] for n in counts}
 
 
 def _prompt(engine: Engine, i: int) -> list[int]:

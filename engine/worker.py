@@ -214,6 +214,8 @@ class Worker:
             self._step_batch(together)
         for job, slot in decoders[len(together):]:
             self._guarded(job, slot, lambda: self._step(job, slot))
+        if not together or not self.scheduler:
+            self.batch.settle()  # sessions not decoding together hold their own, unpadded state
 
     def _batchable(self, job: Job, slot: Slot) -> bool:
         if not self.batching or job.pending or not job.generated:
