@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--model", default=DEFAULT_MODEL)
     bench.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    bench.add_argument("--sessions", default="1,2,4,8", help="comma-separated concurrent session counts")
+    bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import threading
 import time
@@ -15,6 +16,8 @@ import time
 from . import Engine, EngineConfig, SamplingParams
 from .errors import EngineError
 
+BUSY = 8
+"""Sessions decoding while the time to first token of a new request is measured."""
 PREFILL_TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
 
 
@@ -34,10 +37,20 @@ def run_bench(args: argparse.Namespace) -> int:
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, args.tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
-        aggregate, per_session = {}, {}
-        for n in counts:
-            aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
-            say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session")
+        aggregate, per_session, unbatched = {}, {}, {}
+        # The same work with the scheduler forced to one session a forward (max_batch=1), measured
+        # right after each batched figure: on a shared machine, only figures taken close together compare.
+        config = EngineConfig(backend=args.backend, dtype=args.dtype, max_batch=1)
+        with Engine.load(args.model, config) as solo_engine:
+            measure_decode(solo_engine, 8)  # warm-up
+            for n in counts:
+                aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
+                unbatched[n] = measure_concurrent(solo_engine, n, args.tokens)[0]
+                say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session; "
+                    f"unbatched {unbatched[n]:.1f}")
+        ttft_idle = measure_ttft(engine, busy=0)
+        ttft_busy = measure_ttft(engine, busy=BUSY)
+        say(f"time to first token: {ttft_idle:.3f} s idle, {ttft_busy:.3f} s while {BUSY} sessions decode")
         say("plain library path...")
         library = library_decode_tok_s(engine, args.tokens)
         cap = engine.capacity()
@@ -51,6 +64,9 @@ def run_bench(args: argparse.Namespace) -> int:
             "decode_tok_s": round(decode, 2),
             "aggregate_tok_s": {str(n): round(v, 2) for n, v in aggregate.items()},
             "per_session_tok_s": {str(n): round(v, 2) for n, v in per_session.items()},
+            "unbatched_aggregate_tok_s": {str(n): round(v, 2) for n, v in unbatched.items()},
+            "ttft_idle_s": round(ttft_idle, 4),
+            "ttft_busy8_s": round(ttft_busy, 4),
             "library_decode_tok_s": round(library, 2),
             "decode_vs_library": round(decode / library, 3) if library else None,
             "weights_bytes": cap.weights_bytes,
@@ -83,25 +99,52 @@ def measure_decode(engine: Engine, tokens: int) -> float:
 
 
 def measure_concurrent(engine: Engine, n: int, tokens: int) -> tuple[float, float]:
-    """Aggregate and mean per-session decode tok/s with `n` sessions generating at once."""
+    """Aggregate and mean per-session decode tok/s with `n` sessions generating at once.
+
+    Aggregate counts the tokens delivered while all `n` decode (from the last first token to the
+    first finish), so the prompts' prefill, one forward each, is not averaged into it.
+    """
     sessions = [engine.open_session() for _ in range(n)]
     params = SamplingParams(temperature=0, max_tokens=tokens, ignore_stop=True)
     rates: list[float] = [0.0] * n
-    started = time.perf_counter()
+    arrivals: list[list[float]] = [[] for _ in range(n)]
     streams = [s.generate(_prompt(engine, i), params) for i, s in enumerate(sessions)]
 
     def drain(i: int) -> None:
-        rates[i] = list(streams[i])[-1].stats.decode_tok_s
+        for chunk in streams[i]:
+            arrivals[i].append(time.perf_counter())
+        rates[i] = chunk.stats.decode_tok_s
 
     threads = [threading.Thread(target=drain, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - started
     for s in sessions:
         s.close()
-    return n * tokens / wall, sum(rates) / n
+    start, end = max(a[0] for a in arrivals), min(a[-1] for a in arrivals)
+    delivered = sum(1 for a in arrivals for t in a if start < t <= end)
+    aggregate = delivered / (end - start) if end > start else sum(rates)
+    return aggregate, sum(rates) / n
+
+
+def measure_ttft(engine: Engine, busy: int, repeats: int = 3) -> float:
+    """Median time to first token of a new request while `busy` other sessions decode."""
+    sessions = [engine.open_session() for _ in range(busy)]
+    streams = [s.generate(_prompt(engine, i), SamplingParams(temperature=0, max_tokens=2000, ignore_stop=True))
+               for i, s in enumerate(sessions)]
+    for stream in streams:
+        next(stream)  # every neighbour is past its prefill and decoding
+    times = []
+    with engine.open_session() as s:
+        for _ in range(repeats):
+            last = list(s.generate(_prompt(engine, 3), SamplingParams(temperature=0, max_tokens=1)))[-1]
+            times.append(last.stats.ttft_s)
+            s.reset()
+    for stream, session in zip(streams, sessions):
+        stream.close()
+        session.close()
+    return statistics.median(times)
 
 
 def _prompt(engine: Engine, i: int) -> list[int]:
@@ -172,9 +215,19 @@ def print_table(f: dict) -> None:
         ("decode, 1 session", f"{f['decode_tok_s']:.1f} tok/s"),
         ("plain library decode", f"{f['library_decode_tok_s']:.1f} tok/s (engine ÷ library = {f['decode_vs_library']})"),
     ]
+    one = f["aggregate_tok_s"].get("1")
+    for n, v in f["aggregate_tok_s"].items():
+        unbatched = f["unbatched_aggregate_tok_s"][n]
+        rows.append((
+            f"{n} sessions",
+            f"{v:.1f} tok/s aggregate ({v / one:.1f}× 1 session)" if one else f"{v:.1f} tok/s aggregate",
+        ))
+        rows.append(("", f"{f['per_session_tok_s'][n]:.1f} per session; unbatched {unbatched:.1f} aggregate, "
+                         f"batched ÷ unbatched = {v / unbatched:.2f}"))
+    ratio = f["ttft_busy8_s"] / f["ttft_idle_s"]
     rows += [
-        (f"{n} sessions", f"{v:.1f} tok/s aggregate, {f['per_session_tok_s'][n]:.1f} per session")
-        for n, v in f["aggregate_tok_s"].items()
+        ("first token, idle", f"{f['ttft_idle_s']:.3f} s"),
+        (f"first token, {BUSY} busy", f"{f['ttft_busy8_s']:.3f} s ({ratio:.2f}× idle)"),
     ]
     rows += [
         ("weights", f"{f['weights_bytes'] / 2**20:.1f} MiB"),

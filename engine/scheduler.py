@@ -1,7 +1,9 @@
-"""Which jobs step next: every generating session advances once per round, in turn.
+"""Which jobs step next: every generating session advances once per round, in arrival order.
 
 A long prompt is fed in chunks (EngineConfig.prefill_chunk), one chunk per round, so a new request
 never stalls the others' tokens for its whole prompt, and a long reply never stalls a new request.
+Within a round the worker runs prefill chunks one session per forward, then every decoding session
+together in one batched forward (engine/batch.py): sessions join and leave between rounds.
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ class EngineConfig:
     """Bytes that session state may use; None takes a safe share of free memory after the weights."""
     prefill_chunk: int = 512
     """Most prompt tokens fed in one forward, so a long prompt never stalls other sessions for long."""
+    max_batch: int = 32
+    """Most decoding sessions stepped together in one forward; 1 steps one session per forward."""
+    deterministic: bool = False
+    """Every session's tokens exactly as if it ran alone, in any dtype, by stepping one session per
+    forward: in bfloat16 a batched forward can round differently and flip a near-tie. Costs the
+    batching speedup (aggregate tok/s stays that of one session)."""
 
     def __post_init__(self) -> None:
         if self.backend not in ("auto", "torch", "mlx"):
@@ -43,6 +49,8 @@ class EngineConfig:
             raise InvalidRequestError(f"max_sessions must be at least 1, not {self.max_sessions}")
         if self.memory_budget is not None and self.memory_budget <= 0:
             raise InvalidRequestError(f"memory_budget must be positive, not {self.memory_budget}")
+        if self.max_batch < 1:
+            raise InvalidRequestError(f"max_batch must be at least 1, not {self.max_batch}")
         if self.prefill_chunk < 1:
             raise InvalidRequestError(f"prefill_chunk must be at least 1, not {self.prefill_chunk}")
 

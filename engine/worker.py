@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import capacity
 from .errors import SessionPoisonedError, StateFileError
+from .batch import Batch
 from .sampling import make_sampler
 from .scheduler import RoundRobin
 from .session import Failed
@@ -68,6 +69,9 @@ class Worker:
         self.config = config
         self.slots: dict[int, Slot] = {}
         self.scheduler = RoundRobin()
+        self.batch = Batch(backend)
+        # deterministic: every session alone in its forward, so bf16 rounding matches a solo run
+        self.batching = config.max_batch > 1 and not config.deterministic
         self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
         self.budget = config.memory_budget or capacity.default_budget(backend.available_memory())
         self.max_sessions = capacity.max_sessions(self.per_session, self.budget, config.max_sessions)
@@ -86,6 +90,7 @@ class Worker:
 
     def close_session(self, session: "Session") -> None:
         slot = self.slots.pop(session.id, None)
+        self._release(slot)
         if slot is not None:
             self._end_job(slot, "cancelled")
             slot.state = None
@@ -93,6 +98,7 @@ class Worker:
 
     def reset(self, session: "Session") -> None:
         slot = self.slots[session.id]
+        self._release(slot)
         self._end_job(slot, "cancelled")
         slot.state, slot.fed = None, []
         session._tokens, session._chat_key, session._state_nbytes = (), ("", ()), 0
@@ -100,6 +106,7 @@ class Worker:
 
     def save_state(self, session: "Session", path: Path) -> None:
         slot = self.slots[session.id]
+        self._release(slot)
         if slot.state is None:
             slot.state = self.backend.new_state()
         meta = {
@@ -116,6 +123,11 @@ class Worker:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+    def _release(self, slot: Optional[Slot]) -> None:
+        """Give `slot` its own state back if the batch holds it (the batch re-merges next round)."""
+        if slot is not None and slot in self.batch:
+            self.batch.settle()
 
     def _read_state(self, path: Path):
         if not path.is_file():
@@ -160,6 +172,7 @@ class Worker:
     def _start(self, job: Job) -> None:
         session, prompt = job.session, job.prompt
         slot = self.slots.get(session.id)
+        self._release(slot)  # its state may still be in the batch from its last reply
         if slot is None:  # closed between the caller's check and now
             self._deliver_end(job, None, "cancelled")
             return
@@ -180,22 +193,46 @@ class Worker:
         self.scheduler.add(job)
 
     def step_round(self) -> None:
-        """Advance every active job by one forward (a prefill chunk or one token)."""
+        """Advance every active job by one forward's worth: a prefill chunk or one token.
+
+        Prefill chunks (and sessions whose state cannot be batched) step one session per forward;
+        every other decoding session steps together in one batched forward.
+        """
+        decoders: list[tuple[Job, Slot]] = []
         for job in self.scheduler.round():
             slot = self.slots.get(job.session.id)
             if slot is None or slot.job is not job:
                 self.scheduler.remove(job)
-                continue
-            try:
-                if job.cancel.is_set():
-                    self._end_job(slot, "cancelled")
-                else:
-                    self._step(job, slot)
-            except Exception as e:  # a failed forward poisons only this session
-                log.exception("forward failed on session %s", job.session.id)
-                self._poison(slot, job, e)
+            elif job.cancel.is_set():
+                self._guarded(job, slot, lambda: self._end_job(slot, "cancelled"))
+            elif self._batchable(job, slot):
+                decoders.append((job, slot))
+            else:
+                self._guarded(job, slot, lambda: self._step(job, slot))
+        together = decoders[: self.config.max_batch] if len(decoders) > 1 else []
+        if together:
+            self._step_batch(together)
+        for job, slot in decoders[len(together):]:
+            self._guarded(job, slot, lambda: self._step(job, slot))
+        if not together or not self.scheduler:
+            self.batch.settle()  # sessions not decoding together hold their own, unpadded state
+
+    def _batchable(self, job: Job, slot: Slot) -> bool:
+        if not self.batching or job.pending or not job.generated:
+            return False
+        return slot in self.batch or (slot.state is not None and self.backend.batchable(slot.state))
+
+    def _guarded(self, job: Job, slot: Slot, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as e:  # a failed forward poisons only this session
+            log.exception("forward failed on session %s", job.session.id)
+            self._poison(slot, job, e)
 
     def _step(self, job: Job, slot: Slot) -> None:
+        """One forward of this session alone."""
+        if slot in self.batch:
+            self.batch.settle()
         if slot.state is None:
             slot.state = self.backend.new_state()
         if job.pending:
@@ -206,10 +243,35 @@ class Worker:
             feed = [job.generated[-1]]
         with self.backend.compute():
             logits = self.backend.forward(slot.state, feed)
+        self._after_forward(job, slot, feed, logits, self.backend.state_nbytes(slot.state))
+
+    def _step_batch(self, pairs: list[tuple[Job, Slot]]) -> None:
+        """One forward for all `pairs`; if it fails, step each alone so a fault poisons only its own."""
+        feeds = [job.generated[-1] for job, _ in pairs]
+        try:
+            self.batch.sync([slot for _, slot in pairs])
+            logits = self.batch.forward(feeds)
+        except Exception:
+            log.exception("batched forward failed; stepping its %d sessions one at a time", len(pairs))
+            try:
+                self.batch.settle()
+            except Exception as e:  # the members' states are gone with the batch
+                for job, slot in pairs:
+                    self._poison(slot, job, e)
+                return
+            for job, slot in pairs:
+                self._guarded(job, slot, lambda: self._step(job, slot))
+            return
+        for row, (job, slot) in enumerate(pairs):
+            nbytes = self.batch.row_nbytes(row)
+            self._guarded(job, slot, lambda: self._after_forward(job, slot, [feeds[row]], logits[row], nbytes))
+
+    def _after_forward(self, job: Job, slot: Slot, feed: list[int], logits, nbytes: int) -> None:
+        """Record what was fed; once the prompt is in, sample a token and deliver it."""
         slot.fed.extend(feed)
         session = job.session
         session._tokens = tuple(slot.fed)
-        session._state_nbytes = self.backend.state_nbytes(slot.state)
+        session._state_nbytes = nbytes
         if job.pending:
             return
         token = job.sampler(logits, slot.fed)
@@ -264,6 +326,7 @@ class Worker:
         return bool(self.scheduler)
 
     def shutdown(self) -> None:
+        self.batch.settle()
         for slot in list(self.slots.values()):
             self._end_job(slot, "cancelled")
             slot.state = None

@@ -42,7 +42,17 @@ def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
         bos_token_id=1, eos_token_id=2, pad_token_id=2, tie_word_embeddings=False,
         initializer_range=0.5, rms_norm_eps=1e-5,
     )
-    config = LlamaConfig(**common) if kind == "llama" else Qwen3Config(head_dim=16, **common)
+    # "*-sliding": layer 0 attends over an 8-token window. transformers reads it from a Qwen3 config,
+    # mlx-lm from a Llama one (its qwen3 ignores sliding windows, transformers' llama has none).
+    sliding = dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+    if kind == "llama":
+        config = LlamaConfig(**common)
+    elif kind == "llama-sliding":
+        config = LlamaConfig(**common, **sliding)
+    elif kind == "qwen3-sliding":
+        config = Qwen3Config(head_dim=16, use_sliding_window=True, **sliding, **common)
+    else:
+        config = Qwen3Config(head_dim=16, **common)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(out)
@@ -63,6 +73,14 @@ def tiny_models(tmp_path_factory, bundled_folder) -> dict[str, Path]:
 def tiny_llama_other_seed(tmp_path_factory, bundled_folder) -> Path:
     """Same architecture and config as tiny_models["llama"], other weights: a different model."""
     return _build_tiny("llama", tmp_path_factory.mktemp("tiny-other") / "llama", bundled_folder, seed=99)
+
+
+@pytest.fixture(scope="session")
+def tiny_sliding_models(tmp_path_factory, bundled_folder) -> dict[str, Path]:
+    """A seeded model with a sliding-window layer, per backend: {"torch": folder, "mlx": folder}."""
+    root = tmp_path_factory.mktemp("tiny-sliding")
+    kinds = {"torch": "qwen3-sliding", "mlx": "llama-sliding"}
+    return {b: _build_tiny(kind, root / kind, bundled_folder, seed=7) for b, kind in kinds.items()}
 
 
 @pytest.fixture(params=BACKENDS)

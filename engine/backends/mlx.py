@@ -2,6 +2,10 @@
 
 Every array op runs on this engine's own stream, made on the engine thread at load: an MLX stream
 may only be used by the thread that created it, so nothing here is module-level.
+
+Batched decode uses mlx-lm's own batch caches: the decoding sessions' KVCaches are merged into one
+left-padded BatchKVCache per layer (kept resident until the members change), stepped one token per
+row, and extracted back into plain KVCaches; every cache is evaluated here, on the engine thread.
 """
 
 from __future__ import annotations
@@ -77,6 +81,42 @@ class MlxBackend:
         # Evaluate the cache too, so no lazy graph outlives the step (or the session's next owner).
         mx.eval(last, [c.state for c in state])
         return np.array(last)
+
+    # -- batched decode ----------------------------------------------------------------------------
+    def batchable(self, state: list) -> bool:
+        """Only plain KVCaches merge; rotating (sliding), recurrent and quantized ones step alone."""
+        return bool(state) and all(type(c) is mlc.KVCache and c.keys is not None for c in state)
+
+    def merge(self, states: list[list]) -> list:
+        batch = [mlc.BatchKVCache.merge([s[i] for s in states]) for i in range(len(states[0]))]
+        mx.eval([c.state for c in batch])
+        return batch
+
+    def forward_batch(self, batch: list, token_ids: list[int]) -> np.ndarray:
+        """One token per row; float32 logits per row. On error, the caches are trimmed back."""
+        width = [c.size() for c in batch]
+        try:
+            logits = self.model(mx.array(token_ids)[:, None], cache=batch)
+            last = logits[:, -1].astype(mx.float32)
+            mx.eval(last, [c.state for c in batch])
+        except BaseException:
+            for c, n in zip(batch, width):
+                if c.size() > n:
+                    c.trim(c.size() - n)
+            raise
+        return np.array(last)
+
+    def split(self, batch: list) -> list[list]:
+        rows = batch[0].offset.shape[0]
+        states = [[c.extract(row) for c in batch] for row in range(rows)]
+        mx.eval([[c.state for c in s] for s in states])
+        return states
+
+    def row_nbytes(self, batch: list, row: int) -> int:
+        """Bytes member `row`'s own state will hold once extracted (its unpadded part)."""
+        lengths = np.array(batch[0].offset)
+        per_token = sum(c.nbytes // (c.keys.shape[2] * len(lengths)) for c in batch)
+        return per_token * int(lengths[row])
 
     def trim(self, state: list, n: int) -> bool:
         if n <= 0:

@@ -1,8 +1,15 @@
-"""PyTorch backend: transformers models with one DynamicCache per session, CUDA when present."""
+"""PyTorch backend: transformers models with one DynamicCache per session, CUDA when present.
+
+Batched decode: the decoding sessions' caches are left-padded and merged into one batch cache that
+stays resident between steps (re-merged only when the batch's members change); each step feeds one
+token per row with a 2-D attention mask and per-row position ids. Merging every step instead would
+copy every session's K/V twice more per token (pad+cat in, slice+clone out).
+"""
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager
 
@@ -84,6 +91,72 @@ class TorchBackend:
         out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
         return out.logits[0, -1].float().cpu().numpy()
 
+    # -- batched decode ----------------------------------------------------------------------------
+    def batchable(self, state) -> bool:
+        """Only plain full-attention layers merge by left padding; sliding/recurrent ones step alone."""
+        from transformers.cache_utils import DynamicLayer
+
+        layers = getattr(state, "layers", None)
+        return bool(layers) and all(type(layer) is DynamicLayer and layer.is_initialized for layer in layers)
+
+    def merge(self, states: list) -> "TorchBatch":
+        """One batch cache holding `states` left-padded to the longest (the states are not changed)."""
+        from transformers import DynamicCache
+
+        lengths = [s.get_seq_length() for s in states]
+        longest = max(lengths)
+        data = []
+        for i in range(len(states[0].layers)):
+            keys = [_left_pad(s.layers[i].keys, longest) for s in states]
+            values = [_left_pad(s.layers[i].values, longest) for s in states]
+            data.append((torch.cat(keys), torch.cat(values)))
+        mask = torch.zeros((len(states), longest), dtype=torch.long, device=self.device)
+        for row, n in enumerate(lengths):
+            mask[row, longest - n:] = 1
+        return TorchBatch(DynamicCache(ddp_cache_data=data, config=self.model.config), mask, lengths)
+
+    def forward_batch(self, batch: "TorchBatch", token_ids: list[int]) -> np.ndarray:
+        """Append one token per row; return float32 logits, one row per member. On error, unchanged."""
+        rows = len(batch.lengths)
+        ids = torch.tensor(token_ids, dtype=torch.long, device=self.device).view(rows, 1)
+        mask = torch.cat([batch.mask, batch.mask.new_ones((rows, 1))], dim=1)
+        positions = torch.tensor(batch.lengths, dtype=torch.long, device=self.device).view(rows, 1)
+        width = batch.mask.shape[1]
+        try:
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions,
+                past_key_values=batch.cache, use_cache=True, logits_to_keep=1,
+            )
+        except BaseException:
+            for layer in batch.cache.layers:  # layers updated before the error hold one column too many
+                if layer.get_seq_length() > width:
+                    layer.crop(width - layer.get_seq_length())
+            raise
+        batch.mask = mask
+        batch.lengths = [n + 1 for n in batch.lengths]
+        return out.logits[:, -1].float().cpu().numpy()
+
+    def split(self, batch: "TorchBatch") -> list:
+        """Each member's own cache again, padding dropped (copies: the batch tensors are freed)."""
+        from transformers import DynamicCache
+
+        width = batch.mask.shape[1]
+        states = []
+        for row, n in enumerate(batch.lengths):
+            data = [
+                (layer.keys[row:row + 1, :, width - n:].clone(), layer.values[row:row + 1, :, width - n:].clone())
+                for layer in batch.cache.layers
+            ]
+            states.append(DynamicCache(ddp_cache_data=data, config=self.model.config))
+        return states
+
+    def row_nbytes(self, batch: "TorchBatch", row: int) -> int:
+        """Bytes member `row`'s own state will hold once split out (its unpadded part)."""
+        width = batch.mask.shape[1]
+        return sum(t.numel() * t.element_size() for t in _layer_tensors(batch.cache)) * batch.lengths[row] // (
+            width * len(batch.lengths)
+        )
+
     def trim(self, state, n: int) -> bool:
         if n <= 0:
             return True
@@ -126,6 +199,22 @@ class TorchBackend:
             raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
         state = DynamicCache(ddp_cache_data=data, config=self.model.config) if data else self.new_state()
         return state, metadata
+
+
+@dataclass
+class TorchBatch:
+    """The resident batch cache of the sessions decoding together."""
+
+    cache: object
+    mask: torch.Tensor
+    """(rows, width): 1 where a row holds a real token, 0 on its left padding."""
+    lengths: list[int]
+    """Real tokens per row; the next token's position id."""
+
+
+def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:
+    pad = width - t.shape[-2]
+    return torch.nn.functional.pad(t, (0, 0, pad, 0)) if pad else t
 
 
 def _layer_tensors(state):

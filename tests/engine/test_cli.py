@@ -32,7 +32,8 @@ def test_bench_json_has_the_documented_figures():
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
-                "bytes_per_session", "peak_rss_bytes"):
+                "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s"):
         assert key in figures
-    assert set(figures["aggregate_tok_s"]) == {"1", "2"}
+    assert set(figures["aggregate_tok_s"]) == set(figures["unbatched_aggregate_tok_s"]) == {"1", "2"}
+    assert figures["ttft_idle_s"] > 0 and figures["ttft_busy8_s"] > 0
     assert figures["decode_tok_s"] > 0 and figures["library_decode_tok_s"] > 0

@@ -49,3 +49,19 @@ def test_weights_are_loaded_once(tiny_engine, backend):
     assert allocated_bytes(backend) - before < weights / 10
     for s in sessions:
         s.close()
+
+
+def test_sessions_decoded_together_hold_their_own_states_once_done(tiny_engine, backend):
+    engine = tiny_engine
+    base = allocated_bytes(backend)
+    sessions = [engine.open_session() for _ in range(3)]
+    streams = [s.generate(prompt_ids(engine, "word " * (10 * n)), PARAMS) for n, s in enumerate(sessions, 1)]
+    for stream in streams:
+        token_ids(stream)
+    engine._call(lambda w: None)  # the round that delivered the last token has finished
+    measured = allocated_bytes(backend) - base
+    states = sum(x.state_nbytes for x in sessions)
+    assert abs(measured - states) <= max(0.05 * states, 64 * 1024), (measured, states)  # no padded batch left
+    for s in sessions:
+        s.close()
+    assert allocated_bytes(backend) - base < 64 * 1024
