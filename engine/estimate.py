@@ -20,7 +20,7 @@ from . import backends
 from .capacity import DTYPE_BYTES, bytes_per_session
 from .errors import ModelLoadError
 from .models.gguf_convert import SUPPORTED_ARCHITECTURES
-from .models.sources import bundled_gguf, check_folder, frozen_model
+from .models.sources import check_folder, locate
 from .types import EngineConfig
 
 # Bytes per element of each safetensors dtype; float ones are cast to the load dtype.
@@ -53,20 +53,10 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     """
     EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
     dtype = auto_dtype() if dtype == "auto" else dtype
-    if source.startswith("bundled:"):
-        name = source.removeprefix("bundled:")
-        shipped = frozen_model(name)  # an installer ships it converted, without the GGUF
-        if shipped is not None:
-            return replace(_from_folder(shipped, max_context, dtype), name=source)
-        return _from_gguf(bundled_gguf(name), source, max_context, dtype)
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise ModelLoadError(f"model not found: {path} does not exist")
-    if path.is_file():
-        if path.suffix.lower() != ".gguf":
-            raise ModelLoadError(f"{path.name}: a model file must be a .gguf; otherwise pass its folder")
-        return _from_gguf(path, path.stem, max_context, dtype)
-    return _from_folder(path, max_context, dtype)
+    kind, path, name = locate(source)
+    if kind == "gguf":
+        return _from_gguf(path, name, max_context, dtype)
+    return replace(_from_folder(path, max_context, dtype), name=name)
 
 
 def auto_dtype() -> str:

@@ -55,19 +55,28 @@ def cache_dir() -> Path:
 
 def resolve(source: str, progress: Optional[Progress] = None) -> ModelFolder:
     """Resolve `source` to a checked folder, converting a GGUF file on first use."""
+    kind, path, name = locate(source)
+    if kind == "gguf":
+        return _from_gguf(path, progress, name=name)
+    return check_folder(path, name=name)
+
+
+def locate(source: str) -> tuple[str, Path, str]:
+    """What `source` names, before anything is read: ("folder" or "gguf", its path, a display name).
+    ModelLoadError when it names nothing that could load."""
     if source.startswith("bundled:"):
         name = source.removeprefix("bundled:")
         if (shipped := frozen_model(name)) is not None:
-            return check_folder(shipped, name=source)
-        return _from_gguf(bundled_gguf(name), progress, name=source)
+            return "folder", shipped, source
+        return "gguf", bundled_gguf(name), source
     path = Path(source).expanduser()
     if not path.exists():
         raise ModelLoadError(f"model not found: {path} does not exist")
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise ModelLoadError(f"{path.name}: a model file must be a .gguf; otherwise pass its folder")
-        return _from_gguf(path, progress, name=path.stem)
-    return check_folder(path, name=path.name)
+        return "gguf", path, path.stem
+    return "folder", path, path.name
 
 
 def frozen_model(name: str) -> Optional[Path]:

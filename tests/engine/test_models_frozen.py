@@ -75,7 +75,9 @@ def test_frozen_build_estimates_the_bundled_model_from_the_shipped_folder(bundle
     def no_gguf(name):  # installers do not ship the GGUF package
         raise ModelLoadError("the GGUF package is not installed")
 
-    monkeypatch.setattr(estimate, "bundled_gguf", no_gguf)
+    import engine.models.sources as sources
+
+    monkeypatch.setattr(sources, "bundled_gguf", no_gguf)
     shipped = estimate.estimate_memory(SOURCE, max_context=2048, dtype="float32")
     assert shipped.name == SOURCE and shipped.bytes_per_session == from_source.bytes_per_session
     assert abs(shipped.weights_bytes - from_source.weights_bytes) <= 0.03 * from_source.weights_bytes
