@@ -7,7 +7,6 @@ the UI benchmark.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -29,10 +28,6 @@ from app.store import data_dir
 from app.theme import apply_theme
 from app.tray import Tray
 from engine import DEFAULT_MODEL, Engine, EngineConfig
-
-log = logging.getLogger(__name__)
-QUICK_CHAT_TITLE = "Quick chat"
-
 
 class ConfabApp(QObject):
     """Owns the bridge, the engine, the window, the tray and the quick chat of one running app."""

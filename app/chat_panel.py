@@ -121,10 +121,6 @@ class ChatPanel(QWidget):
                                        store.messages(conversation_id))).success(
             lambda result: self._show_messages(conversation_id, *result))
 
-    def reload(self) -> None:
-        """Show the current conversation again as stored (after an edit elsewhere)."""
-        self.show_conversation(self.current_id, self.title_label.text())
-
     def _show_messages(self, conversation_id: int, title: str, messages: list[Message]) -> None:
         if conversation_id != self.current_id:
             return  # the user moved on before the messages arrived

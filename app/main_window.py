@@ -162,7 +162,7 @@ class MainWindow(QMainWindow):
         self.model_label.setToolTip(f"Model: {name}\nBackend: {backend}\nDevice: {device}")
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
         self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
-        self.figures.capacity = capacity
+        self.figures.set_capacity_source(capacity)
 
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()
@@ -259,9 +259,6 @@ class MainWindow(QMainWindow):
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one when there is none)."""
         self.chat.send(text)
-
-    def stop(self) -> None:
-        self.chat.stop()
 
     def _replies_changed(self) -> None:
         self.conversation_list.set_generating(set(self.bridge.replying()))

@@ -34,14 +34,11 @@ class ModelLoader(QObject):
         super().__init__(parent)
         self._route = route
         self._generation = 0
-        self.loading: Optional[str] = None
-        """The source being loaded now (None when idle)."""
 
     def load(self, source: str, config: EngineConfig) -> None:
         """Start loading `source`; returns at once. Call on the GUI thread."""
         self._generation += 1
         generation = self._generation
-        self.loading = source
         self.progress.emit(0.0, f"Loading {source}…")
 
         def report(fraction: float, message: str) -> None:
@@ -66,12 +63,10 @@ class ModelLoader(QObject):
         if generation != self._generation:  # superseded by a newer load: nobody wants this one
             close_in_background(engine)
             return
-        self.loading = None
         self.loaded.emit(engine, source)
 
     def _failed(self, generation: int, source: str, message: str) -> None:
         if generation == self._generation:
-            self.loading = None
             self.failed.emit(source, message)
 
 

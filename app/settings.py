@@ -11,7 +11,7 @@ never stops the app from starting.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -63,6 +63,10 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "state_budget_mb": STATE_BUDGET_MB_RANGE,
 }
 _DEFAULTS = AppSettings()
+
+
+CONVERSATION_SAMPLING_KEYS = ("temperature", "top_p", "max_tokens")
+"""Sampling settings a conversation may set for itself, over the app's defaults."""
 
 
 def settings_path(home: Path) -> Path:
@@ -137,10 +141,18 @@ def sampling_params(conversation_sampling: dict, settings: AppSettings) -> Sampl
 
     A key the conversation does not set, or sets to a value out of range, uses the app default.
     """
+    defaults = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+                              max_tokens=settings.max_tokens)
+    return with_overrides(defaults, conversation_sampling)
+
+
+def with_overrides(base: SamplingParams, conversation_sampling: dict) -> SamplingParams:
+    """`base` with the conversation's own temperature / top_p / max_tokens (the keys its settings
+    dialog writes); a key it does not set, or sets to a value out of range, keeps `base`'s."""
     chosen: dict[str, Any] = {}
-    for name in ("temperature", "top_p", "max_tokens"):
-        default = getattr(settings, name)
+    for name in CONVERSATION_SAMPLING_KEYS:
         own = conversation_sampling.get(name) if isinstance(conversation_sampling, dict) else None
         value = _parse(name, own) if own is not None and not isinstance(own, bool) else None
-        chosen[name] = value if value is not None else default
-    return SamplingParams(**chosen)
+        if value is not None:
+            chosen[name] = value
+    return replace(base, **chosen)

@@ -31,12 +31,7 @@ class StatusFigures(QLabel):
         self._timer.start()
         self.refresh()
 
-    @property
-    def capacity(self) -> Optional[Callable[[], Capacity]]:
-        return self.capacity_source
-
-    @capacity.setter
-    def capacity(self, source: Optional[Callable[[], Capacity]]) -> None:
+    def set_capacity_source(self, source: Optional[Callable[[], Capacity]]) -> None:
         self.capacity_source = source
         self.refresh()
 

@@ -16,7 +16,6 @@ behind one token of each running reply.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
 
 from app.conversations import ConversationManager
+from app.settings import with_overrides
 from app.store import OpenResult, Store, open_store
 from engine import Chunk, Engine, GenerationStats, SamplingParams, Session
 
@@ -32,8 +32,6 @@ from .route import GuiRoute
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_tokens", "seed")
-"""Sampling settings a conversation may override (stored in its `sampling` dict)."""
 
 
 class EngineNotReadyError(RuntimeError):
@@ -296,10 +294,7 @@ class Bridge:
     def _params_for(self, conversation_id: int) -> Optional[SamplingParams]:
         """The conversation's own sampling settings over the app's defaults (`self.params`)."""
         own = self._store.get_conversation(conversation_id).sampling
-        overrides = {k: v for k, v in own.items() if k in SAMPLING_KEYS and v is not None}
-        if not overrides:
-            return self.params
-        return dataclasses.replace(self.params or SamplingParams(), **overrides)
+        return with_overrides(self.params or SamplingParams(), own) if own else self.params
 
     def _finish(self, send: Send, reason: str, stats: Optional[GenerationStats]) -> None:
         finished = Finished(send.conversation_id, "".join(send._reply), reason, stats)
