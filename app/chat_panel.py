@@ -11,6 +11,7 @@ import dataclasses
 from typing import Optional
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
@@ -43,6 +44,8 @@ class ChatPanel(QWidget):
         self.streaming: dict[int, str] = {}
         """Text streamed so far, by conversation, for replies still running."""
         self._ready = False
+        self._creating = False
+        """A first message's conversation is being created; it becomes current when it exists."""
         self.setup_header()
         self.setup_view()
         self.setup_composer()
@@ -140,19 +143,32 @@ class ChatPanel(QWidget):
     # -- replies -----------------------------------------------------------------------------------
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one, titled by the text, when none)."""
+        if self._creating or (self.current_id is not None and self.current_id in self.bridge.replying()):
+            self._refuse(text, "A reply is still running here; stop it (Esc) or wait")
+            return
         if self.current_id is None:
+            self._creating = True
             self.bridge.run(lambda store: store.create_conversation(title_from(text))).success(
-                lambda c: self._created(c.id, c.title, text))
+                lambda c: self._created(c.id, c.title, text)).failure(lambda e: self._create_failed(text, e))
             return
         cid = self.current_id
-        if cid in self.bridge.replying():
-            self.error.emit(RuntimeError("A reply is still running here; stop it (Esc) or wait"))
-            return
         self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
         self.chat_view.add_pending("user", text)
         self._start(Send(self.bridge, cid, text))
 
+    def _refuse(self, text: str, reason: str) -> None:
+        """Not sent: give the text back to the composer (the user's words are never dropped)."""
+        if not self.composer.toPlainText().strip():
+            self.composer.setPlainText(text)
+            self.composer.moveCursor(QTextCursor.MoveOperation.End)
+        self.error.emit(RuntimeError(reason))
+
+    def _create_failed(self, text: str, error: BaseException) -> None:
+        self._creating = False
+        self._refuse(text, f"Could not start a conversation: {error}")
+
     def _created(self, conversation_id: int, title: str, text: str) -> None:
+        self._creating = False
         self.current_id = conversation_id
         self.title_label.setText(title)
         self.settings_button.setEnabled(True)

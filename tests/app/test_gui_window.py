@@ -189,3 +189,25 @@ def test_every_control_has_an_accessible_name(window):
     controls = window.findChildren(QAbstractButton) + window.findChildren(QLineEdit) + window.findChildren(QPlainTextEdit)
     unnamed = [c for c in controls if c.isVisibleTo(window) and not (c.accessibleName() or c.text() if hasattr(c, "text") else c.accessibleName())]
     assert unnamed == []
+
+
+def test_a_second_message_before_the_first_conversation_exists_makes_no_second_one(qtbot, window, tmp_path):
+    window.bridge.params = LONG
+    type_and_enter(qtbot, window, "First words")
+    type_and_enter(qtbot, window, "Second words")  # before the store has created the conversation
+    assert "still running" in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: bool(window.bridge.replying()), timeout=5_000)
+    window.bridge.stop(window.current_id)
+    wait_idle(qtbot, window)
+    assert titles(window) == ["First words"]
+    assert window.composer.toPlainText() == "Second words"  # not sent, and not lost either
+
+
+def test_a_message_refused_while_a_reply_runs_stays_in_the_composer(qtbot, window):
+    window.bridge.params = LONG
+    type_and_enter(qtbot, window, "Keep talking")
+    qtbot.waitUntil(lambda: bool(window.bridge.replying()), timeout=5_000)
+    type_and_enter(qtbot, window, "Too soon")
+    assert window.composer.toPlainText() == "Too soon"
+    window.bridge.stop(window.current_id)
+    wait_idle(qtbot, window)
