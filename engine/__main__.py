@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
 
     bench = sub.add_parser("bench", help="measure load, prefill and decode speed against the plain library")
     bench.add_argument("--model", default=DEFAULT_MODEL)
-    bench.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
+    bench.add_argument("--backend", default="all", choices=["all", "auto", "torch", "mlx"],
+                       help="all (the default) benches every installed backend, one after the other")
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")

@@ -7,54 +7,89 @@ the same run mean much.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
 import threading
 import time
 
-from . import Engine, EngineConfig, SamplingParams
+from . import Engine, EngineConfig, SamplingParams, backends
+from .bench_library import LibraryModel
 from .errors import EngineError
 
 BUSY = 8
 """Sessions decoding while the time to first token of a new request is measured."""
 PREFILL_TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
+_NEEDS = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm")}
+"""Modules each backend needs; `--backend all` benches every backend whose modules are installed."""
 
 
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    try:
-        started = time.perf_counter()
-        engine = Engine.load(args.model, EngineConfig(backend=args.backend, dtype=args.dtype))
-        load_s = time.perf_counter() - started
-    except EngineError as e:
-        print(f"error: {e}", file=sys.stderr)
+    names = installed_backends() if args.backend == "all" else [args.backend]
+    if not names:
+        print("error: neither torch nor mlx is installed", file=sys.stderr)
         return 1
+    results = {}
+    for name in names:
+        try:
+            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    if args.json:
+        # One backend: its figures; several: a map from backend to its figures.
+        print(json.dumps(results[names[0]] if len(names) == 1 else results))
+        return 0
+    for i, figures in enumerate(results.values()):
+        if i:
+            print()
+        print_table(figures)
+    return 0
+
+
+def installed_backends() -> list[str]:
+    """Every backend this machine can run, the platform's default first."""
+    first = backends.default_backend()
+    names = sorted(_NEEDS, key=lambda n: n != first)
+    return [n for n in names if all(importlib.util.find_spec(m) for m in _NEEDS[n])]
+
+
+def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say) -> dict:
+    """Every figure for one backend. Raises EngineError when the model does not load on it."""
+    started = time.perf_counter()
+    engine = Engine.load(model, EngineConfig(backend=backend, dtype=dtype))
+    load_s = time.perf_counter() - started
     with engine:
         say(f"loaded {engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}) in {load_s:.1f} s")
         prefill = measure_prefill(engine)
         say(f"prefill: {prefill:.0f} tok/s")
-        decode = measure_decode(engine, args.tokens)
+        decode = measure_decode(engine, tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
         aggregate, per_session, unbatched = {}, {}, {}
         # The same work with the scheduler forced to one session a forward (max_batch=1), measured
         # right after each batched figure: on a shared machine, only figures taken close together compare.
-        config = EngineConfig(backend=args.backend, dtype=args.dtype, max_batch=1)
-        with Engine.load(args.model, config) as solo_engine:
+        config = EngineConfig(backend=backend, dtype=dtype, max_batch=1)
+        with Engine.load(model, config) as solo_engine:
             measure_decode(solo_engine, 8)  # warm-up
             for n in counts:
-                aggregate[n], per_session[n] = measure_concurrent(engine, n, args.tokens)
-                unbatched[n] = measure_concurrent(solo_engine, n, args.tokens)[0]
+                aggregate[n], per_session[n] = measure_concurrent(engine, n, tokens)
+                unbatched[n] = measure_concurrent(solo_engine, n, tokens)[0]
                 say(f"{n} sessions: {aggregate[n]:.1f} tok/s in aggregate, {per_session[n]:.1f} per session; "
                     f"unbatched {unbatched[n]:.1f}")
         ttft_idle = measure_ttft(engine, busy=0)
         ttft_busy = measure_ttft(engine, busy=BUSY)
         say(f"time to first token: {ttft_idle:.3f} s idle, {ttft_busy:.3f} s while {BUSY} sessions decode")
         say("plain library path...")
-        library = library_decode_tok_s(engine, args.tokens)
+        library = LibraryModel(engine)
+        library_decode = library.decode_tok_s(_prompt(engine, 0), tokens)
+        library_batch = {n: library.batch_tok_s(_prompt(engine, 0), n, tokens) for n in counts}
+        say("plain library loop: " + ", ".join(f"{n} rows {v:.1f} tok/s" for n, v in library_batch.items()))
+        del library
         cap = engine.capacity()
-        figures = {
+        return {
             "model": engine.model.name,
             "backend": engine.backend,
             "device": engine.device,
@@ -62,23 +97,23 @@ def run_bench(args: argparse.Namespace) -> int:
             "load_s": round(load_s, 2),
             "prefill_tok_s": round(prefill, 1),
             "decode_tok_s": round(decode, 2),
-            "aggregate_tok_s": {str(n): round(v, 2) for n, v in aggregate.items()},
-            "per_session_tok_s": {str(n): round(v, 2) for n, v in per_session.items()},
-            "unbatched_aggregate_tok_s": {str(n): round(v, 2) for n, v in unbatched.items()},
+            "aggregate_tok_s": _rounded(aggregate),
+            "per_session_tok_s": _rounded(per_session),
+            "unbatched_aggregate_tok_s": _rounded(unbatched),
+            "library_aggregate_tok_s": _rounded(library_batch),
             "ttft_idle_s": round(ttft_idle, 4),
             "ttft_busy8_s": round(ttft_busy, 4),
-            "library_decode_tok_s": round(library, 2),
-            "decode_vs_library": round(decode / library, 3) if library else None,
+            "library_decode_tok_s": round(library_decode, 2),
+            "decode_vs_library": round(decode / library_decode, 3) if library_decode else None,
             "weights_bytes": cap.weights_bytes,
             "bytes_per_session": cap.bytes_per_session,
             "max_context": engine.config.max_context,
             "peak_rss_bytes": peak_rss_bytes(),
         }
-    if args.json:
-        print(json.dumps(figures))
-    else:
-        print_table(figures)
-    return 0
+
+
+def _rounded(figures: dict[int, float]) -> dict[str, float]:
+    return {str(n): round(v, 2) for n, v in figures.items()}
 
 
 def measure_prefill(engine: Engine, tokens: int = 480) -> float:
@@ -152,49 +187,6 @@ def _prompt(engine: Engine, i: int) -> list[int]:
     return engine.tokenizer(PREFILL_TEXT * (1 + i % 4), add_special_tokens=False).input_ids
 
 
-def library_decode_tok_s(engine: Engine, tokens: int) -> float:
-    """The same single-session workload through transformers' generate or mlx_lm.stream_generate."""
-    if engine.backend == "mlx":
-        return _mlx_library(engine, tokens)
-    return _torch_library(engine, tokens)
-
-
-def _torch_library(engine: Engine, tokens: int) -> float:
-    import torch
-    from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-    model = AutoModelForCausalLM.from_pretrained(engine.model.path, dtype=getattr(torch, engine.dtype))
-    model = model.to(engine.device).eval()
-    ids = torch.tensor([_prompt(engine, 0)], device=engine.device)
-
-    def timed(n: int) -> float:
-        started = time.perf_counter()
-        with torch.inference_mode():
-            model.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
-        return time.perf_counter() - started
-
-    timed(2)  # warm-up
-    one, full = timed(1), timed(tokens)
-    return (tokens - 1) / (full - one)
-
-
-def _mlx_library(engine: Engine, tokens: int) -> float:
-    import mlx_lm
-
-    from .backends.mlx import _rope_compat
-
-    model, tokenizer = mlx_lm.load(str(engine.model.path), model_config=_rope_compat(engine.model.config))
-    prompt = _prompt(engine, 0)
-    list(mlx_lm.stream_generate(model, tokenizer, prompt, max_tokens=2))  # warm-up
-    last = None
-    for last in mlx_lm.stream_generate(model, tokenizer, prompt, max_tokens=tokens):
-        pass
-    return last.generation_tps
-
-
 def peak_rss_bytes() -> int:
     try:
         import resource
@@ -224,6 +216,8 @@ def print_table(f: dict) -> None:
         ))
         rows.append(("", f"{f['per_session_tok_s'][n]:.1f} per session; unbatched {unbatched:.1f} aggregate, "
                          f"batched ÷ unbatched = {v / unbatched:.2f}"))
+        library = f["library_aggregate_tok_s"][n]
+        rows.append(("", f"plain library loop {library:.1f} tok/s over {n} rows (engine ÷ library = {v / library:.2f})"))
     ratio = f["ttft_busy8_s"] / f["ttft_idle_s"]
     rows += [
         ("first token, idle", f"{f['ttft_idle_s']:.3f} s"),

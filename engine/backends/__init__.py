@@ -43,6 +43,21 @@ class Backend(Protocol):
     def forward(self, state: State, token_ids: list[int]) -> np.ndarray:
         """Append `token_ids` to `state`; return float32 logits of the last position."""
 
+    def batchable(self, state: State) -> bool:
+        """Whether `state` can join a batch (plain full-attention K/V); others step alone."""
+
+    def merge(self, states: list[State]) -> Any:
+        """One batch state holding `states` (not changed), left-padded to the longest."""
+
+    def forward_batch(self, batch: Any, token_ids: list[int]) -> np.ndarray:
+        """Append one token per row; float32 logits, one row per member. On error, unchanged."""
+
+    def split(self, batch: Any) -> list[State]:
+        """Each member's own state again, padding dropped, in member order."""
+
+    def row_nbytes(self, batch: Any, row: int) -> int:
+        """Bytes member `row`'s own state will hold once split out."""
+
     def trim(self, state: State, n: int) -> bool:
         """Drop the last `n` tokens from `state`; False when this model's state cannot be trimmed."""
 

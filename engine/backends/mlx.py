@@ -6,6 +6,9 @@ may only be used by the thread that created it, so nothing here is module-level.
 Batched decode uses mlx-lm's own batch caches: the decoding sessions' KVCaches are merged into one
 left-padded BatchKVCache per layer (kept resident until the members change), stepped one token per
 row, and extracted back into plain KVCaches; every cache is evaluated here, on the engine thread.
+These are the caches mlx-lm's BatchGenerator steps; the generator itself is not used because it runs
+its own loop (prefill batching, sampling, stop tokens), while here one scheduler serves both backends
+with the same per-session samplers, seeds, cancel, chunked prefill and per-session fault handling.
 """
 
 from __future__ import annotations

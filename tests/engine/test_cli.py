@@ -34,6 +34,25 @@ def test_bench_json_has_the_documented_figures():
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
                 "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s"):
         assert key in figures
-    assert set(figures["aggregate_tok_s"]) == set(figures["unbatched_aggregate_tok_s"]) == {"1", "2"}
+    maps = ("aggregate_tok_s", "unbatched_aggregate_tok_s", "library_aggregate_tok_s", "per_session_tok_s")
+    assert all(set(figures[key]) == {"1", "2"} for key in maps)
+    assert all(v > 0 for key in maps for v in figures[key].values())
     assert figures["ttft_idle_s"] > 0 and figures["ttft_busy8_s"] > 0
     assert figures["decode_tok_s"] > 0 and figures["library_decode_tok_s"] > 0
+
+
+def test_bench_covers_every_installed_backend_by_default():
+    import importlib.util
+
+    from engine.backends import default_backend
+    from engine.bench import installed_backends
+
+    expected = {name for name, module in (("torch", "torch"), ("mlx", "mlx_lm")) if importlib.util.find_spec(module)}
+    assert set(installed_backends()) == expected
+    assert installed_backends()[0] == default_backend()
+
+
+def test_bench_reports_a_bad_model_clearly():
+    out = run("bench", "--model", "/no/such/model", "--sessions", "1", "--tokens", "2")
+    assert out.returncode == 1
+    assert "error: model not found: /no/such/model does not exist" in out.stderr
