@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine import Engine
+
 
 def token_ids(stream) -> list[int]:
     """All token ids of a stream, the end token included."""

@@ -149,7 +149,7 @@ def test_failed_batched_forward_poisons_only_the_faulty_session(tiny_engine, mon
 def test_fault_mid_batched_forward_is_rolled_back(make_engine, tiny_models, monkeypatch):
     """A layer fails after earlier layers appended to the batch cache: the step is undone and redone alone."""
     engine = make_engine(tiny_models["llama"], "torch")
-    worker, layer = engine._worker, engine._worker.backend.model.model.layers[1]
+    layer = engine._worker.backend.model.model.layers[1]
     solo = alone(engine, 48)
     real_layer_forward, failures = layer.forward, itertools.count()
 

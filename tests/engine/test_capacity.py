@@ -9,7 +9,6 @@ import pytest
 from engine import SamplingParams
 from engine.capacity import bytes_per_session
 from engine.errors import CapacityError
-from tests.engine.helpers import token_ids
 
 
 def test_estimate_matches_a_full_session(make_engine, tiny_models, backend):
