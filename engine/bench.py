@@ -87,6 +87,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
         library_decode = library.decode_tok_s(_prompt(engine, 0), tokens)
         library_batch = {n: library.batch_tok_s(_prompt(engine, 0), n, tokens) for n in counts}
         say("plain library loop: " + ", ".join(f"{n} rows {v:.1f} tok/s" for n, v in library_batch.items()))
+        linear_cost = library.linear_row_cost(BUSY)
         del library
         cap = engine.capacity()
         return {
@@ -104,6 +105,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "ttft_idle_s": round(ttft_idle, 4),
             "ttft_busy8_s": round(ttft_busy, 4),
             "library_decode_tok_s": round(library_decode, 2),
+            "linear_8_rows_cost": round(linear_cost, 2),
             "decode_vs_library": round(decode / library_decode, 3) if library_decode else None,
             "weights_bytes": cap.weights_bytes,
             "bytes_per_session": cap.bytes_per_session,
@@ -218,6 +220,8 @@ def print_table(f: dict) -> None:
                          f"batched ÷ unbatched = {v / unbatched:.2f}"))
         library = f["library_aggregate_tok_s"][n]
         rows.append(("", f"plain library loop {library:.1f} tok/s over {n} rows (engine ÷ library = {v / library:.2f})"))
+    rows.append((f"linear, {BUSY} rows", f"{f['linear_8_rows_cost']:.1f}× the time of 1 row "
+                                         "(the most batching can gain is about rows ÷ this)"))
     ratio = f["ttft_busy8_s"] / f["ttft_idle_s"]
     rows += [
         ("first token, idle", f"{f['ttft_idle_s']:.3f} s"),

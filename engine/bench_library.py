@@ -8,6 +8,7 @@ decode the library can do). The model is loaded a second time, on the calling th
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable
 
@@ -79,6 +80,40 @@ class LibraryModel:
             step()
         return rows * tokens / (time.perf_counter() - started)
 
+    def linear_row_cost(self, rows: int = 8, repeats: int = 50) -> float:
+        """Time of the model's largest linear layer (the output head aside) on `rows` rows ÷ on one.
+
+        Batching multiplies the aggregate only where this is near 1, i.e. where a forward costs
+        about the same for one row as for several (a GPU, a CPU with native bfloat16).
+        NaN when the model has no plain linear layer (e.g. quantized MLX weights).
+        """
+        if self.backend == "mlx":
+            import mlx.core as mx
+            import mlx.nn as nn
+
+            weight = _largest(m.weight for name, m in self.model.named_modules() if type(m) is nn.Linear
+                              and "lm_head" not in name)
+            if weight is None:
+                return float("nan")
+            inputs = {n: mx.ones((n, weight.shape[1]), dtype=weight.dtype) for n in (1, rows)}
+
+            def run(n: int) -> None:
+                mx.eval(inputs[n] @ weight.T)
+        else:
+            import torch
+
+            weight = _largest(m.weight for name, m in self.model.named_modules()
+                              if type(m) is torch.nn.Linear and "lm_head" not in name)
+            if weight is None:
+                return float("nan")
+            inputs = {n: torch.ones((n, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+                      for n in (1, rows)}
+
+            def run(n: int) -> None:
+                with torch.inference_mode():
+                    torch.nn.functional.linear(inputs[n], weight).sum().item()  # .item() waits for CUDA
+        return _timed(lambda: run(rows), repeats) / _timed(lambda: run(1), repeats)
+
     def _torch_loop(self, prompt: list[int], rows: int) -> Callable[[], None]:
         import torch
         from transformers import DynamicCache
@@ -114,3 +149,18 @@ class LibraryModel:
             mx.eval(last[0], [c.state for c in cache])
 
         return step
+
+
+def _timed(fn: Callable[[], None], repeats: int) -> float:
+    for _ in range(WARM_UP_STEPS):
+        fn()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return time.perf_counter() - started
+
+
+
+def _largest(weights):
+    """The weight with the most elements (the first of equals); None when there is none."""
+    return max(weights, key=lambda w: math.prod(w.shape), default=None)

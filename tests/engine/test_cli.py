@@ -32,7 +32,7 @@ def test_bench_json_has_the_documented_figures():
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
-                "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s"):
+                "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s", "linear_8_rows_cost"):
         assert key in figures
     maps = ("aggregate_tok_s", "unbatched_aggregate_tok_s", "library_aggregate_tok_s", "per_session_tok_s")
     assert all(set(figures[key]) == {"1", "2"} for key in maps)
