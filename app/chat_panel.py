@@ -144,7 +144,7 @@ class ChatPanel(QWidget):
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one, titled by the text, when none)."""
         if self._creating or (self.current_id is not None and self.current_id in self.bridge.replying()):
-            self._refuse(text, "A reply is still running here; stop it (Esc) or wait")
+            self._refuse(text, "Still replying here: wait, or press Esc to stop")
             return
         if self.current_id is None:
             self._creating = True

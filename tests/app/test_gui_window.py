@@ -195,7 +195,7 @@ def test_a_second_message_before_the_first_conversation_exists_makes_no_second_o
     window.bridge.params = LONG
     type_and_enter(qtbot, window, "First words")
     type_and_enter(qtbot, window, "Second words")  # before the store has created the conversation
-    assert "still running" in window.statusBar().currentMessage()
+    assert "Still replying here" in window.statusBar().currentMessage()
     qtbot.waitUntil(lambda: bool(window.bridge.replying()), timeout=5_000)
     window.bridge.stop(window.current_id)
     wait_idle(qtbot, window)
