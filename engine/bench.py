@@ -7,7 +7,6 @@ the same run mean much.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -21,14 +20,12 @@ from .errors import EngineError
 BUSY = 8
 """Sessions decoding while the time to first token of a new request is measured."""
 PREFILL_TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
-_NEEDS = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm")}
-"""Modules each backend needs; `--backend all` benches every backend whose modules are installed."""
 
 
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    names = installed_backends() if args.backend == "all" else [args.backend]
+    names = backends.installed() if args.backend == "all" else [args.backend]
     if not names:
         print("error: neither torch nor mlx is installed", file=sys.stderr)
         return 1
@@ -48,13 +45,6 @@ def run_bench(args: argparse.Namespace) -> int:
             print()
         print_table(figures)
     return 0
-
-
-def installed_backends() -> list[str]:
-    """Every backend this machine can run, the platform's default first."""
-    first = backends.default_backend()
-    names = sorted(_NEEDS, key=lambda n: n != first)
-    return [n for n in names if all(importlib.util.find_spec(m) for m in _NEEDS[n])]
 
 
 def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say) -> dict:
@@ -105,7 +95,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "ttft_idle_s": round(ttft_idle, 4),
             "ttft_busy8_s": round(ttft_busy, 4),
             "library_decode_tok_s": round(library_decode, 2),
-            "linear_8_rows_cost": round(linear_cost, 2),
+            "linear_8_rows_cost": round(linear_cost, 2) if linear_cost == linear_cost else None,  # NaN: none
             "decode_vs_library": round(decode / library_decode, 3) if library_decode else None,
             "weights_bytes": cap.weights_bytes,
             "bytes_per_session": cap.bytes_per_session,
@@ -220,8 +210,9 @@ def print_table(f: dict) -> None:
                          f"batched ÷ unbatched = {v / unbatched:.2f}"))
         library = f["library_aggregate_tok_s"][n]
         rows.append(("", f"plain library loop {library:.1f} tok/s over {n} rows (engine ÷ library = {v / library:.2f})"))
-    rows.append((f"linear, {BUSY} rows", f"{f['linear_8_rows_cost']:.1f}× the time of 1 row "
-                                         "(the most batching can gain is about rows ÷ this)"))
+    if f["linear_8_rows_cost"] is not None:
+        rows.append((f"linear, {BUSY} rows", f"{f['linear_8_rows_cost']:.1f}× the time of 1 row "
+                                             "(the most batching can gain is about rows ÷ this)"))
     ratio = f["ttft_busy8_s"] / f["ttft_idle_s"]
     rows += [
         ("first token, idle", f"{f['ttft_idle_s']:.3f} s"),

@@ -71,9 +71,23 @@ class Backend(Protocol):
         """Read a state written by save_state, in this backend's dtype and device."""
 
 
+REQUIRES = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm")}
+"""The modules each backend needs."""
+
+
+def is_installed(name: str) -> bool:
+    return all(importlib.util.find_spec(module) for module in REQUIRES[name])
+
+
+def installed() -> list[str]:
+    """Every backend this machine can run, the platform's default first."""
+    first = default_backend()
+    return [name for name in sorted(REQUIRES, key=lambda n: n != first) if is_installed(name)]
+
+
 def default_backend() -> str:
     """MLX on Apple Silicon, torch elsewhere."""
-    if sys.platform == "darwin" and platform.machine() == "arm64" and importlib.util.find_spec("mlx"):
+    if sys.platform == "darwin" and platform.machine() == "arm64" and is_installed("mlx"):
         return "mlx"
     return "torch"
 
@@ -82,13 +96,13 @@ def create(name: str, device: str, dtype: str) -> Backend:
     """Instantiate (without loading) the backend `name` ("auto" picks the platform's)."""
     name = default_backend() if name == "auto" else name
     if name == "torch":
-        if importlib.util.find_spec("torch") is None:
+        if not is_installed("torch"):
             raise ModelLoadError("the torch backend needs PyTorch, which is not installed")
         from .torch import TorchBackend
 
         return TorchBackend(device, dtype)
     if name == "mlx":
-        if importlib.util.find_spec("mlx") is None or importlib.util.find_spec("mlx_lm") is None:
+        if not is_installed("mlx"):
             raise ModelLoadError("the mlx backend needs mlx and mlx-lm, which are not installed")
         from .mlx import MlxBackend
 

@@ -44,12 +44,11 @@ def test_bench_json_has_the_documented_figures():
 def test_bench_covers_every_installed_backend_by_default():
     import importlib.util
 
-    from engine.backends import default_backend
-    from engine.bench import installed_backends
+    from engine import backends
 
     expected = {name for name, module in (("torch", "torch"), ("mlx", "mlx_lm")) if importlib.util.find_spec(module)}
-    assert set(installed_backends()) == expected
-    assert installed_backends()[0] == default_backend()
+    assert set(backends.installed()) == expected
+    assert backends.installed()[0] == backends.default_backend()
 
 
 def test_bench_reports_a_bad_model_clearly():
