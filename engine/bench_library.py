@@ -73,12 +73,7 @@ class LibraryModel:
     def batch_tok_s(self, prompt: list[int], rows: int, tokens: int) -> float:
         """Aggregate decode tok/s of `rows` copies of `prompt` stepped together, greedy."""
         step = self._mlx_loop(prompt, rows) if self.backend == "mlx" else self._torch_loop(prompt, rows)
-        for _ in range(WARM_UP_STEPS):
-            step()
-        started = time.perf_counter()
-        for _ in range(tokens):
-            step()
-        return rows * tokens / (time.perf_counter() - started)
+        return rows * tokens / _timed(step, tokens)
 
     def linear_row_cost(self, rows: int = 8, repeats: int = 50) -> float:
         """Time of the model's largest linear layer (the output head aside) on `rows` rows ÷ on one.
@@ -152,13 +147,13 @@ class LibraryModel:
 
 
 def _timed(fn: Callable[[], None], repeats: int) -> float:
+    """Seconds `fn` takes `repeats` times, after a few calls to warm up."""
     for _ in range(WARM_UP_STEPS):
         fn()
     started = time.perf_counter()
     for _ in range(repeats):
         fn()
     return time.perf_counter() - started
-
 
 
 def _largest(weights):
