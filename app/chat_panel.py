@@ -36,6 +36,8 @@ class ChatPanel(QWidget):
     """The user asked for this conversation's settings."""
     error = Signal(object)
     """A reply failed; the window shows it."""
+    notice = Signal(str)
+    """Something the user should know that is not a failure (e.g. why a message was not sent)."""
 
     def __init__(self, bridge: Bridge, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -144,7 +146,8 @@ class ChatPanel(QWidget):
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one, titled by the text, when none)."""
         if self._creating or (self.current_id is not None and self.current_id in self.bridge.replying()):
-            self._refuse(text, "Still replying here: wait, or press Esc to stop")
+            self._give_back(text)
+            self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
         if self.current_id is None:
             self._creating = True
@@ -156,16 +159,16 @@ class ChatPanel(QWidget):
         self.chat_view.add_pending("user", text)
         self._start(Send(self.bridge, cid, text))
 
-    def _refuse(self, text: str, reason: str) -> None:
-        """Not sent: give the text back to the composer (the user's words are never dropped)."""
+    def _give_back(self, text: str) -> None:
+        """Not sent: the text goes back into the composer (the user's words are never dropped)."""
         if not self.composer.toPlainText().strip():
             self.composer.setPlainText(text)
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
-        self.error.emit(RuntimeError(reason))
 
     def _create_failed(self, text: str, error: BaseException) -> None:
         self._creating = False
-        self._refuse(text, f"Could not start a conversation: {error}")
+        self._give_back(text)
+        self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
     def _created(self, conversation_id: int, title: str, text: str) -> None:
         self._creating = False

@@ -80,6 +80,7 @@ class MainWindow(QMainWindow):
         self.chat.replies_changed.connect(self._replies_changed)
         self.chat.reply_finished.connect(self._on_finished)
         self.chat.error.connect(self.show_error)
+        self.chat.notice.connect(self.statusBar().showMessage)
         self.chat.settings_requested.connect(self.conversation_settings_requested)
         # Short names the tests and the self-test use.
         self.composer = self.chat.composer
