@@ -19,6 +19,7 @@ from typing import Callable, Literal, Optional
 
 from sqlite_utils import Database
 
+from .connection import connect
 from .errors import StoreError, StoreReadOnlyError
 from .paths import DB_NAME, data_dir, states_dir
 from .schema import migrate, schema_version
@@ -100,7 +101,7 @@ def open_store(home: Optional[Path] = None, *, clock: Callable[[], float] = time
 
 def open_memory_store(states_dir: Path, *, clock: Callable[[], float] = time.time) -> Store:
     """A migrated in-memory store (tests, previews); state files go to `states_dir`."""
-    db = Database(memory=True)
+    db = connect(":memory:", timeout_s=BUSY_TIMEOUT_MS / 1000)
     db.execute("PRAGMA foreign_keys = ON")
     migrate(db)
     return Store(db, states_dir, clock=clock)
@@ -142,8 +143,8 @@ def _check_health(path: Path) -> None:
 
 
 def _connect(path: Path) -> Database:
-    try:  # check_same_thread stays True: the opening thread owns the store
-        return Database(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000))
+    try:
+        return connect(str(path), timeout_s=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.DatabaseError as e:
         raise _named(e, path) from None
 

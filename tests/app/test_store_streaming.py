@@ -104,6 +104,6 @@ def test_each_flush_is_one_short_transaction(store):
     store.db.conn.set_trace_callback(statements.append)
     writer.append("x")
     store.db.conn.set_trace_callback(None)
-    assert (statements[0], statements[-1]) == ("BEGIN", "COMMIT")
+    assert (statements[0], statements[-1]) == ("BEGIN IMMEDIATE", "COMMIT")  # the write lock first
     body = {s.split()[0].lower() for s in statements[1:-1] if not s.startswith("--")}  # "--": inside triggers
     assert body == {"update"} and not store.db.conn.in_transaction

@@ -1,0 +1,60 @@
+"""Two processes writing to one database: each write waits for the other's lock (busy timeout)
+instead of failing with "database is locked" (every transaction takes the write lock up front)."""
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.store import open_store
+
+HERE = Path(__file__).resolve().parent
+COUNT = 500
+
+
+def test_two_processes_append_to_different_conversations(tmp_path):
+    home = tmp_path / "home"
+    with open_store(home).store as store:
+        ids = [store.create_conversation(f"writer {n}").id for n in range(2)]
+    writers = [subprocess.Popen([sys.executable, str(HERE / "store_writer_child.py"), str(home), str(i), str(COUNT)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in ids]
+    try:
+        for w in writers:
+            assert w.stdout.readline().strip() == "READY", w.stderr.read()
+        for w in writers:  # both start together
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        results = [w.communicate(timeout=120) for w in writers]
+    finally:
+        for w in writers:
+            w.kill()
+            w.wait()
+    for w, (out, err) in zip(writers, results):
+        assert (w.returncode, out.strip(), err) == (0, "DONE", "")
+
+    with open_store(home).store as store:
+        for i in ids:
+            messages = store.messages(i)
+            assert [m.content for m in messages] == [f"writer {i} message {k}" for k in range(COUNT)]
+            assert [m.position for m in messages] == list(range(COUNT))
+
+
+def test_a_transaction_holds_the_write_lock_from_its_start(tmp_path):
+    """Even a transaction that has only read so far: another writer must wait, not slip in
+    between the read and the write (which would make this one fail at once with BUSY)."""
+    home = tmp_path / "home"
+    with open_store(home).store as store:
+        c = store.create_conversation("one")
+        other = sqlite3.connect(home / "confab.db", timeout=0)
+        try:
+            with store.db.atomic():
+                store.messages(c.id)  # a read only
+                with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                    other.execute("BEGIN IMMEDIATE")
+            other.execute("BEGIN IMMEDIATE")  # free again after the commit
+            other.rollback()
+        finally:
+            other.close()
