@@ -94,6 +94,14 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
         raise ImportFormatError(f"This export was made by a newer Confab (format version {version!r}; "
                                 f"this one reads up to {FORMAT_VERSION}).")
     conversation = _fields(data.get("conversation"), _CONVERSATION_KEYS, "conversation")
+    for name, allowed in (("title", (str,)), ("system_prompt", (str,)), ("model", (str, type(None)))):
+        if not isinstance(conversation[name], allowed):
+            raise ImportFormatError(f"Bad export: conversation: {name} must be text"
+                                    f"{' or null' if len(allowed) > 1 else ''}.")
+    try:
+        sampling_json(conversation["sampling"])
+    except StoreError:
+        raise ImportFormatError("Bad export: conversation: sampling must be an object of JSON values.") from None
     messages = data.get("messages")
     if not isinstance(messages, list):
         raise ImportFormatError("Bad export: 'messages' must be a list.")
@@ -105,6 +113,8 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
                                         f"{', '.join(allowed)}, not {m[name]!r}.")
         if not isinstance(m["content"], str):
             raise ImportFormatError(f"Bad export: message {i + 1}: content must be text.")
+        if not isinstance(m["error"], (str, type(None))):
+            raise ImportFormatError(f"Bad export: message {i + 1}: error must be text or null.")
         try:
             token_ids_json(m["token_ids"])
         except (StoreError, TypeError):

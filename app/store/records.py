@@ -39,8 +39,8 @@ def sampling_json(sampling: Any) -> str:
     """JSON text for a conversation's sampling overrides; a dict of JSON values only."""
     if not isinstance(sampling, dict):
         raise InvalidValueError(f"sampling must be a dict of setting names to values, not {sampling!r}")
-    try:
-        return json.dumps(sampling, sort_keys=True, allow_nan=False)
+    try:  # not ensure_ascii: a lone surrogate in a setting is then replaced on write like any text
+        return json.dumps(sampling, sort_keys=True, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise InvalidValueError(f"sampling must hold only JSON values ({e})") from None
 

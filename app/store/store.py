@@ -188,8 +188,9 @@ class Store:
     def search(self, query: str, *, limit: int = 50, mark: tuple[str, str] = ("[", "]"),
                snippet_tokens: int = 12) -> list[SearchHit]:
         """Messages whose text matches every word of `query` (each word also as a prefix), best
-        first. Any text is accepted: FTS syntax characters are quoted, not interpreted."""
-        words = query.split()
+        first. Any text is accepted: FTS syntax characters are quoted, not interpreted, and a NUL
+        separates words (FTS5 would read it as the end of the query: "unterminated string")."""
+        words = query.replace("\x00", " ").split()
         if not words:
             return []
         match = " ".join('"{}"*'.format(w.replace('"', '""')) for w in words)
