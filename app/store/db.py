@@ -5,6 +5,11 @@ fails `PRAGMA integrity_check`, is renamed to `confab.db.corrupt-<time>` (with i
 files), a fresh database is started, and the returned `OpenResult.problem` says so for the GUI to
 show. A folder or file that cannot be written raises `StoreReadOnlyError` before anything is
 changed; a database from a newer Confab raises `SchemaTooNewError`, also leaving it as it was.
+
+`PRAGMA integrity_check` does not look inside FTS5's index (LESSONS.md): bytes damaged there pass it,
+then writes fail with "database disk image is malformed". So each full-text index also runs FTS5's
+own `integrity-check` at open, and one that fails is rebuilt from the messages (the text itself is
+intact, so nothing is lost); `OpenResult.problem` then says so (kind "repaired").
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Literal, Optional
 
 from sqlite_utils import Database
+from sqlite_utils.db import quote_identifier
 
 from .connection import connect
 from .errors import StoreError, StoreReadOnlyError
@@ -37,12 +43,14 @@ _CORRUPT_WORDS = ("file is not a database", "malformed", "corrupt")
 class StoreProblem:
     """Something was wrong with the user's database and was worked around; show `message`."""
 
-    kind: Literal["corrupt"]
-    """"corrupt": the file could not be read or failed its integrity check."""
+    kind: Literal["corrupt", "repaired"]
+    """"corrupt": the file could not be read or failed its integrity check, and was moved aside.
+    "repaired": the file was kept; a damaged search index in it was rebuilt from the messages."""
     message: str
     """A sentence for the user: what happened and where their old file is."""
-    moved_to: Path
-    """Where the old database now is (its -wal/-shm beside it, same name plus suffix)."""
+    moved_to: Optional[Path]
+    """Where the old database now is (its -wal/-shm beside it, same name plus suffix); None when
+    it was repaired in place."""
     detail: str
     """SQLite's own words, for a details pane or a bug report."""
 
@@ -86,6 +94,12 @@ def open_store(home: Optional[Path] = None, *, clock: Callable[[], float] = time
         schema_version(db)  # a newer Confab's file: raise before anything writes to it
         _configure(db)
         before, _ = migrate(db)
+        damaged_index = _repair_search_index(db)
+        if damaged_index is not None and problem is None:
+            problem = StoreProblem(
+                kind="repaired", moved_to=None, detail=damaged_index,
+                message=("The search index of your conversations was damaged; it was rebuilt from "
+                         "your messages, and no message was lost."))
         store = Store(db, states_dir(home), clock=clock)
         interrupted = store.recover_interrupted()
         store.states.remove_orphans()
@@ -140,6 +154,21 @@ def _check_health(path: Path) -> None:
             conn.close()
     if rows != ["ok"]:
         raise _Corrupt("integrity check failed: " + "; ".join(rows[:3]))
+
+
+def _repair_search_index(db: Database) -> Optional[str]:
+    """Run FTS5's `integrity-check` on every full-text index; rebuild each one that fails from
+    its content table. Returns SQLite's words about the first failure, or None when all were sound."""
+    failure = None
+    for table in db.table_names(fts5=True):
+        try:
+            db.execute(f"insert into {quote_identifier(table)}({quote_identifier(table)}) values('integrity-check')")
+        except sqlite3.DatabaseError as e:
+            if not _is_corrupt(e):
+                raise
+            failure = failure or f"search index {table}: {e}"
+            db[table].rebuild_fts()
+    return failure
 
 
 def _connect(path: Path) -> Database:
