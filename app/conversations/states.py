@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from pathlib import Path
 from typing import Optional, Sequence
 
 from app.store import NotFoundError, SavedState, Store
@@ -34,14 +35,18 @@ class StateCache:
 
     def save(self, conversation_id: int, session: Session) -> Optional[SavedState]:
         """Save an idle session's state (the engine writes it to a temp name, fsyncs, renames),
-        record it, and trim the cache to the budget. None when there was nothing worth saving or
-        saving failed (logged): the conversation then re-prefills next time."""
+        record it, and trim the cache to the budget. None when there was nothing worth saving,
+        when the state alone is larger than the whole budget (dropped before anything is evicted
+        for it), or when saving failed (logged): the conversation then re-prefills next time."""
         tokens = session.tokens
         if not tokens:
             return None
         path = self.store.states.new_path(conversation_id)
         try:
             session.save_state(path)
+            if not self._fits(conversation_id, path):
+                path.unlink(missing_ok=True)
+                return None
             state = self.store.states.record(
                 conversation_id, model_fingerprint=self.engine.model_fingerprint,
                 template_fingerprint=self.engine.template_fingerprint, token_count=len(tokens),
@@ -83,6 +88,16 @@ class StateCache:
             self.store.states.delete(state.id)
             deleted += 1
         return deleted
+
+    def _fits(self, conversation_id: int, path: Path) -> bool:
+        """Whether a state file can be kept at all: one larger than the whole budget would evict
+        every other state before being evicted itself."""
+        nbytes = path.stat().st_size
+        if nbytes <= self.budget_bytes:
+            return True
+        log.info("state of conversation %s is larger than the whole state budget (%d > %d bytes); "
+                 "not saved, nothing evicted: it will re-prefill", conversation_id, nbytes, self.budget_bytes)
+        return False
 
     def _exists(self, state_id: int) -> bool:
         try:
