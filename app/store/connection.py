@@ -95,5 +95,7 @@ class StoreDatabase(Database):
 
 def connect(database: str, *, timeout_s: float) -> StoreDatabase:
     """Open `database` (a path or ":memory:") as a StoreDatabase. check_same_thread stays True:
-    the opening thread owns the store."""
-    return StoreDatabase(sqlite3.connect(database, timeout=timeout_s, factory=StoreConnection))
+    the opening thread owns the store. The transaction sqlite3 opens by itself before a lone
+    write statement (outside `atomic()`) is immediate too."""
+    conn = sqlite3.connect(database, timeout=timeout_s, factory=StoreConnection, isolation_level="IMMEDIATE")
+    return StoreDatabase(conn)

@@ -58,3 +58,11 @@ def test_a_transaction_holds_the_write_lock_from_its_start(tmp_path):
             other.rollback()
         finally:
             other.close()
+
+
+def test_a_lone_write_outside_a_transaction_is_immediate_too(store):
+    statements = []
+    store.db.conn.set_trace_callback(statements.append)
+    store.db.execute("update conversations set title = 'x' where id = 0")
+    store.db.conn.set_trace_callback(None)
+    assert statements[0] == "BEGIN IMMEDIATE" and not store.db.conn.in_transaction
