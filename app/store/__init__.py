@@ -3,7 +3,7 @@
     from app.store import open_store
 
     opened = open_store()                 # $CONFAB_HOME or the user data folder
-    if opened.problem:                    # a damaged file was moved aside: tell the user
+    if opened.problem:                    # damage was moved aside or repaired: tell the user
         show(opened.problem.message)
     store = opened.store                  # owned by this thread from now on
     c = store.create_conversation("Plans")

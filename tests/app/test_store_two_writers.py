@@ -14,13 +14,10 @@ HERE = Path(__file__).resolve().parent
 COUNT = 500
 
 
-def test_two_processes_append_to_different_conversations(tmp_path):
-    home = tmp_path / "home"
-    with open_store(home).store as store:
-        ids = [store.create_conversation(f"writer {n}").id for n in range(2)]
-    writers = [subprocess.Popen([sys.executable, str(HERE / "store_writer_child.py"), str(home), str(i), str(COUNT)],
+def _run_writers(home, conversation_ids, count):
+    writers = [subprocess.Popen([sys.executable, str(HERE / "store_writer_child.py"), str(home), str(i), str(count)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for i in ids]
+               for i in conversation_ids]
     try:
         for w in writers:
             assert w.stdout.readline().strip() == "READY", w.stderr.read()
@@ -35,11 +32,29 @@ def test_two_processes_append_to_different_conversations(tmp_path):
     for w, (out, err) in zip(writers, results):
         assert (w.returncode, out.strip(), err) == (0, "DONE", "")
 
+
+def test_two_processes_append_to_different_conversations(tmp_path):
+    home = tmp_path / "home"
+    with open_store(home).store as store:
+        ids = [store.create_conversation(f"writer {n}").id for n in range(2)]
+    _run_writers(home, ids, COUNT)
     with open_store(home).store as store:
         for i in ids:
             messages = store.messages(i)
             assert [m.content for m in messages] == [f"writer {i} message {k}" for k in range(COUNT)]
             assert [m.position for m in messages] == list(range(COUNT))
+
+
+def test_two_processes_append_to_the_same_conversation(tmp_path):
+    """The read (next position) and the write happen under one lock: no position is taken twice."""
+    home = tmp_path / "home"
+    with open_store(home).store as store:
+        c = store.create_conversation("shared")
+    _run_writers(home, [c.id, c.id], COUNT // 5)
+    with open_store(home).store as store:
+        messages = store.messages(c.id)
+    assert [m.position for m in messages] == list(range(2 * (COUNT // 5)))
+    assert sorted(m.content for m in messages) == sorted(2 * [f"writer {c.id} message {k}" for k in range(COUNT // 5)])
 
 
 def test_a_transaction_holds_the_write_lock_from_its_start(tmp_path):
