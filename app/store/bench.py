@@ -163,7 +163,8 @@ def bench_store(conversations: int = 1000, messages_each: int = 100, runs: int =
     store.close()
     open_ms = _median_ms(lambda: open_store().store.close(), 3)
     return {"conversations": conversations, "messages": conversations * messages_each, "fill_s": fill_s,
-            "open_ms": open_ms, "list_ms": list_ms, "search_ms": search_ms, "search_rare_ms": search_rare_ms, "search_rare_hits": hits}
+            "open_ms": open_ms, "list_ms": list_ms, "search_ms": search_ms, "search_rare_ms": search_rare_ms,
+            "search_rare_hits": hits}
 
 
 def main(argv: list[str] | None = None) -> None:
