@@ -40,6 +40,7 @@ class Engine:
         self.source = source
         self.config = config
         self._ids = itertools.count(1)
+        # Not started yet: Engine.load starts it once it can stop it again on any exception.
         self._runner = Runner(f"confab-engine-{id(self):x}", lambda: _load(source, config, progress))
         # A dropped engine stops its thread; posting a stop never waits, so it is safe from the GC.
         self._finalizer = weakref.finalize(self, self._runner.stop)
@@ -58,6 +59,7 @@ class Engine:
             raise InvalidRequestError(f"source must be a string or a path, not {type(source).__name__}")
         engine = cls(str(source), config if config is not None else EngineConfig(), progress)
         try:
+            engine._runner.start()  # inside the try: a Ctrl+C from here on stops the thread
             engine._runner.loaded.result()
         except BaseException:
             engine.close(wait=False)  # interrupted (Ctrl+C): the thread ends as soon as the load returns
@@ -148,8 +150,9 @@ class Engine:
         """
         self._finalizer.detach()
         self._runner.stop()
-        if wait and self._runner.thread is not threading.current_thread():
-            self._runner.thread.join()
+        thread = self._runner.thread
+        if wait and thread.ident is not None and thread is not threading.current_thread():
+            thread.join()
 
     def __enter__(self) -> "Engine":
         return self

@@ -40,6 +40,10 @@ class Runner:
         """Why the engine stopped on its own (failed load, internal error); None while serving or once closed."""
         self.loaded: Future = Future()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        """Start loading on the engine thread (apart from __init__, so a caller can own the runner,
+        and stop it on Ctrl+C, before the thread exists)."""
         self.thread.start()
 
     @property
@@ -101,6 +105,7 @@ class Runner:
             log.exception("the engine thread failed")
             self.failure = f"the engine stopped after an internal error: {type(e).__name__}: {e}"
         finally:
+            self._refuse()  # before any stream hears of the end, so its reader sees a closed engine
             try:
                 worker.shutdown(self.failure)
             except BaseException:
@@ -135,10 +140,13 @@ class Runner:
             del item, fn, future  # hold no request (nor what it captured) while blocked on the queue
             block = False
 
-    def _end(self) -> None:
-        """Refuse new requests, then fail every one still queued."""
+    def _refuse(self) -> None:
         with self._lock:
             self._running = False
+
+    def _end(self) -> None:
+        """Refuse new requests, then fail every one still queued."""
+        self._refuse()
         while True:
             try:
                 item = self._requests.get_nowait()

@@ -70,7 +70,7 @@ class Worker:
         self.config = config
         self.slots: dict[int, Slot] = {}
         self.scheduler = RoundRobin()
-        self.batch = Batch(backend)
+        self.batch = Batch(backend, on_lost=self._lost)
         # deterministic: every session alone in its forward, so bf16 rounding matches a solo run
         self.batching = config.max_batch > 1 and not config.deterministic
         self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
@@ -147,18 +147,19 @@ class Worker:
             self._settle()
 
     def _settle(self) -> None:
-        """Hand batch members their states back. If that fails (e.g. out of memory), the members'
-        states are gone: a running reply is poisoned (its stream gets the error), an idle session
-        starts over from its text next turn. Never raises, so no caller is left with a half-split batch."""
-        members = list(self.batch.members)
+        """Hand batch members their states back; a failed split is handled by `_lost`, not raised."""
         try:
             self.batch.settle()
-        except Exception as e:
-            log.exception("splitting the batch failed; %d sessions lose their state", len(members))
-            for slot in members:
-                slot.state, slot.fed = None, []
-                if slot.job is not None:
-                    self._poison(slot, slot.job, e)
+        except Exception:
+            log.exception("splitting the batch failed")
+
+    def _lost(self, members: list[Slot], error: BaseException) -> None:
+        """A split failed (e.g. out of memory) and took the members' states with it: a running reply
+        is poisoned (its stream gets the error), an idle session starts over from its text next turn."""
+        for slot in members:
+            slot.state, slot.fed = None, []
+            if slot.job is not None:
+                self._poison(slot, slot.job, error)
 
     def _read_state(self, path: Path):
         if not path.is_file():
@@ -262,9 +263,11 @@ class Worker:
 
     def _step(self, job: Job, slot: Slot) -> None:
         """One forward of this session alone."""
+        if slot.job is not job:  # poisoned since the round began (a failed split)
+            return
         if slot in self.batch:
             self._settle()
-            if slot.job is not job:  # the split failed and poisoned it
+            if slot.job is not job:
                 return
         if slot.state is None:
             slot.state = self.backend.new_state()
