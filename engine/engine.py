@@ -44,6 +44,7 @@ class Engine:
         self._runner = Runner(f"confab-engine-{id(self):x}", lambda: _load(source, config, progress))
         # A dropped engine stops its thread; posting a stop never waits, so it is safe from the GC.
         self._finalizer = weakref.finalize(self, self._runner.stop)
+        self._finalizer.atexit = False  # at interpreter exit the daemon thread simply ends
 
     @classmethod
     def load(cls, source: str, config: Optional[EngineConfig] = None, progress: Optional[Progress] = None) -> "Engine":

@@ -130,6 +130,7 @@ class Session:
         request (it may run on any thread, inside the garbage collector) and holds no reference to
         this handle."""
         self._finalizer = weakref.finalize(self, runner.post_quietly, functools.partial(_close_slot, self.id))
+        self._finalizer.atexit = False
 
     # -- what callers read -------------------------------------------------------------------------
     @property

@@ -369,10 +369,11 @@ class Worker:
     def fail_all(self, error: BaseException) -> None:
         """The step loop failed outside any one forward: every running reply gets the error and its
         session is poisoned, so no stream waits for a token that will never come."""
-        for job in self.scheduler.round():
+        jobs = {id(job): job for job in self.scheduler.round()}
+        jobs.update((id(slot.job), slot.job) for slot in self.slots.values() if slot.job is not None)
+        for job in jobs.values():
             slot = self.slots.get(job.session.id)
             self._poison(slot if slot is not None else Slot(), job, error)
-            self.scheduler.remove(job)
 
     def shutdown(self, failure: Optional[str] = None) -> None:
         """End every reply ("cancelled" on close, EngineError when the engine failed) and free all states."""
