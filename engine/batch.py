@@ -7,7 +7,7 @@ state back. Membership is re-checked each round, so sessions join and leave betw
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 if TYPE_CHECKING:
     from .worker import Slot
@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 class Batch:
     """A resident batch: re-merged only when its members change, not on every step."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Any, on_lost: Optional[Callable[[list["Slot"], BaseException], None]] = None) -> None:
         self.backend = backend
+        self.on_lost = on_lost
+        """Told which members lost their state when a split fails, before the error propagates."""
         self.members: list["Slot"] = []
         self.handle: Optional[Any] = None
         self.merges = 0
@@ -51,8 +53,13 @@ class Batch:
             return
         members, handle = self.members, self.handle
         self.handle, self.members = None, []  # even if the split fails: never use a half-split batch
-        with self.backend.compute():
-            states = self.backend.split(handle)
+        try:
+            with self.backend.compute():
+                states = self.backend.split(handle)
+        except BaseException as e:
+            if self.on_lost is not None:
+                self.on_lost(members, e)
+            raise
         for slot, state in zip(members, states):
             slot.state = state
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .errors import CapacityError
+from .errors import CapacityError, ModelLoadError
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Share of memory still free after the weights that session state may use by default: the rest is
@@ -15,6 +15,28 @@ SAFE_SHARE = 0.5
 def text_config(config: dict) -> dict:
     """Multimodal configs nest the language model's settings; sessions only care about those."""
     return config.get("text_config", config)
+
+
+REQUIRED_KEYS = ("num_hidden_layers", "num_attention_heads", "hidden_size")
+"""Config keys of the decoder families the engine serves (Llama, Qwen, Mistral, Gemma, ...)."""
+
+
+def check_config(config: dict, name: str = "this model") -> None:
+    """Refuse, by name, a config of a family the engine cannot size (e.g. GPT-2's n_layer/n_head)."""
+    c = text_config(config)
+    missing = [key for key in REQUIRED_KEYS if not isinstance(c.get(key), int) or isinstance(c.get(key), bool)]
+    if missing:
+        family = c.get("model_type") or config.get("model_type") or "unknown"
+        raise ModelLoadError(
+            f"{name}: unsupported model family {family!r}: its config has no {', '.join(missing)} "
+            "(the engine serves Llama-style decoder configs)"
+        )
+
+
+def model_context_limit(config: dict) -> Optional[int]:
+    """The model's own longest context (max_position_embeddings), when its config says."""
+    limit = text_config(config).get("max_position_embeddings")
+    return int(limit) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
 def bytes_per_session(config: dict, dtype: str, max_context: int) -> int:
@@ -59,11 +81,26 @@ def default_budget(available_after_load: int) -> int:
     return max(0, int(available_after_load * SAFE_SHARE))
 
 
-def max_sessions(per_session: int, budget: int, configured: Optional[int]) -> int:
-    """Sessions that fit: the configured cap, or what the budget holds."""
-    if configured is not None:
+def max_sessions(per_session: int, budget: int, configured: Optional[int], budget_given: bool = True) -> int:
+    """Sessions that fit: what the budget holds, lowered to the configured cap when one is given.
+
+    A configured cap alone (no memory_budget given) is trusted over the default budget's guess.
+    Raises CapacityError when not even one session fits, so a useless engine is refused at load
+    rather than failing every open.
+    """
+    if configured is not None and not budget_given:
         return configured
-    return max(0, budget // max(per_session, 1))
+    fit = budget // max(per_session, 1)
+    if fit < 1:
+        raise CapacityError(
+            f"the memory budget ({_size(budget)}) cannot hold one session "
+            f"({_size(per_session)} at max_context); raise memory_budget or lower max_context"
+        )
+    return fit if configured is None else min(configured, fit)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.1f} KiB"
 
 
 def admit(live: int, limit: int, per_session: int, budget: int) -> None:

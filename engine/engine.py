@@ -2,23 +2,26 @@
 
 Callers on any thread queue functions for the engine thread (`_post`, `_call`); the thread runs them
 between rounds of forward passes. No executor or stream is global: two engines never share either.
+The thread lives in a `Runner` that never refers back to the Engine, so a dropped Engine is closed
+by its finalizer and its weights are freed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
-import queue
 import threading
 import time
-from concurrent.futures import Future
+import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import backends
+from . import backends, capacity
 from .capacity import text_config
-from .errors import EngineError, ModelLoadError
+from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
+from .runner import Runner
 from .session import Session
 from .text import TextCodec
 from .types import Capacity, EngineConfig
@@ -26,24 +29,22 @@ from .worker import Worker
 
 log = logging.getLogger(__name__)
 Progress = Callable[[float, str], None]
-_STOP = object()
 
 
 class Engine:
     """A loaded model serving isolated sessions. Create it with `Engine.load`."""
 
     def __init__(self, source: str, config: EngineConfig, progress: Optional[Progress]) -> None:
+        if not isinstance(config, EngineConfig):
+            raise InvalidRequestError(f"config must be an EngineConfig, not {type(config).__name__}")
         self.source = source
         self.config = config
-        self._requests: "queue.Queue" = queue.Queue()
         self._ids = itertools.count(1)
-        self._running = True
-        self._worker: Optional[Worker] = None
-        self._loaded: Future = Future()
-        self._thread = threading.Thread(
-            target=self._run, args=(progress,), name=f"confab-engine-{id(self):x}", daemon=True
-        )
-        self._thread.start()
+        # Not started yet: Engine.load starts it once it can stop it again on any exception.
+        self._runner = Runner(f"confab-engine-{id(self):x}", lambda: _load(source, config, progress))
+        # A dropped engine stops its thread; posting a stop never waits, so it is safe from the GC.
+        self._finalizer = weakref.finalize(self, self._runner.stop)
+        self._finalizer.atexit = False  # at interpreter exit the daemon thread simply ends
 
     @classmethod
     def load(cls, source: str, config: Optional[EngineConfig] = None, progress: Optional[Progress] = None) -> "Engine":
@@ -51,18 +52,46 @@ class Engine:
 
         source: "bundled:smollm2-135m-instruct", a Hugging Face or MLX folder, or a .gguf file.
         progress(fraction, message) is called from the engine thread while loading.
-        Raises ModelLoadError with a readable message when the model cannot be loaded.
+        Raises ModelLoadError with a readable message when the model cannot be loaded, CapacityError
+        when the memory budget cannot hold one session. A failed or interrupted load leaves no
+        thread running and no weights held (an interrupted one frees them once loading returns).
         """
-        engine = cls(source, config or EngineConfig(), progress)
+        if not isinstance(source, (str, Path)):
+            raise InvalidRequestError(f"source must be a string or a path, not {type(source).__name__}")
+        engine = cls(str(source), config if config is not None else EngineConfig(), progress)
         try:
-            engine._loaded.result()
+            engine._runner.start()  # inside the try: a Ctrl+C from here on stops the thread
+            engine._runner.loaded.result()
         except BaseException:
-            engine._running = False
-            engine._thread.join(timeout=30)
+            engine.close(wait=False)  # interrupted (Ctrl+C): the thread ends as soon as the load returns
             raise
+        worker = engine._runner.worker
+        if worker is not None:
+            engine.config, engine._codec = worker.config, worker.codec
+            engine._vocab_size, engine.load_seconds = worker.vocab_size, worker.load_seconds
         return engine
 
     # -- facts -------------------------------------------------------------------------------------
+    @property
+    def _worker(self) -> Worker:
+        """The engine thread's worker; EngineError, by name, once the engine is closed or failed."""
+        worker = self._runner.worker
+        if worker is None:
+            if self._runner.loaded.done() or not self._runner.running:
+                raise self._runner.error()
+            raise EngineError("the engine is still loading")
+        return worker
+
+    @property
+    def closed(self) -> bool:
+        """True once close() was called or the engine stopped on its own (see `failure`)."""
+        return not self._runner.running
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why the engine stopped on its own (failed load, internal error); None otherwise."""
+        return self._runner.failure
+
     @property
     def backend(self) -> str:
         return self._worker.backend.name
@@ -107,19 +136,24 @@ class Engine:
     # -- sessions ----------------------------------------------------------------------------------
     def open_session(self, restore_from: Optional[str | Path] = None) -> Session:
         """A new isolated session; CapacityError past max_sessions, StateFileError for a bad state file."""
+        if restore_from is not None and not isinstance(restore_from, (str, Path)):
+            raise InvalidRequestError(f"restore_from must be a path, not {type(restore_from).__name__}")
         session = Session(self, next(self._ids))
         path = Path(restore_from) if restore_from is not None else None
         self._call(lambda w: w.open_session(session, path))
+        session._watch(self._runner)
         return session
 
-    def close(self) -> None:
-        """Cancel every reply, free every state and stop the engine thread. Idempotent."""
-        if not self._running:
-            return
-        self._running = False
-        self._requests.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+    def close(self, wait: bool = True) -> None:
+        """Cancel every reply, free every state and the weights, and stop the engine thread. Idempotent.
+
+        Requests racing it end either with their result or with EngineError("the engine is closed").
+        """
+        self._finalizer.detach()
+        self._runner.stop()
+        thread = self._runner.thread
+        if wait and thread.ident is not None and thread is not threading.current_thread():
+            thread.join()
 
     def __enter__(self) -> "Engine":
         return self
@@ -128,76 +162,45 @@ class Engine:
         self.close()
 
     # -- the route to the engine thread ------------------------------------------------------------
-    def _post(self, fn: Callable[[Worker], object]) -> Future:
+    @property
+    def _running(self) -> bool:
+        return self._runner.running
+
+    def _post(self, fn: Callable[[Worker], object]):
         """Queue `fn(worker)` for the engine thread; its result or error lands in the Future."""
-        if not self._running:
-            raise EngineError("the engine is closed")
-        future: Future = Future()
-        self._requests.put((fn, future))
-        return future
+        return self._runner.post(fn)
 
     def _call(self, fn: Callable[[Worker], object]):
         """Run `fn(worker)` on the engine thread and wait for its result (re-raising its error)."""
-        if threading.current_thread() is self._thread:
-            return fn(self._worker)
-        return self._post(fn).result()
+        return self._runner.call(fn)
 
-    # -- the engine thread -------------------------------------------------------------------------
-    def _run(self, progress: Optional[Progress]) -> None:
-        try:
-            self._worker = self._load(progress)
-        except BaseException as e:
-            self._loaded.set_exception(e if isinstance(e, EngineError) else ModelLoadError(str(e)))
-            return
-        self._loaded.set_result(None)
-        worker = self._worker
-        while True:
-            if not self._drain(block=not worker.busy):
-                break
-            try:
-                worker.step_round()
-            except Exception:  # a bug outside any one forward: keep serving the other sessions
-                log.exception("engine step failed")
-        worker.shutdown()
-        self._fail_pending()
 
-    def _load(self, progress: Optional[Progress]) -> Worker:
-        report = progress or (lambda fraction, message: None)
-        started = time.perf_counter()
-        report(0.0, f"resolving {self.source}")
-        model = resolve(self.source, progress=lambda f, m: report(0.5 * f, m))
-        backend = backends.create(self.config.backend, self.config.device, self.config.dtype)
-        report(0.5, f"loading {model.name} with {backend.name}")
-        backend.load(model.path, model.config)
-        self._codec = TextCodec(model.path)
-        self._vocab_size = int(text_config(model.config).get("vocab_size") or len(self._codec.tokenizer))
-        worker = Worker(backend, self._codec, model, self.config)
-        self.load_seconds = time.perf_counter() - started
-        report(1.0, f"loaded {model.name} in {self.load_seconds:.1f} s")
-        return worker
+def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Worker:
+    """Runs on the engine thread. A module function, so the thread never holds the Engine."""
+    report = progress or (lambda fraction, message: None)
+    started = time.perf_counter()
+    report(0.0, f"resolving {source}")
+    model = resolve(source, progress=lambda f, m: report(0.5 * f, m))
+    capacity.check_config(model.config, model.name)
+    config = _fit_context(config, model)
+    backend = backends.create(config.backend, config.device, config.dtype)
+    report(0.5, f"loading {model.name} with {backend.name}")
+    backend.load(model.path, model.config)
+    codec = TextCodec(model.path)
+    worker = Worker(backend, codec, model, config)
+    worker.vocab_size = int(text_config(model.config).get("vocab_size") or len(codec.tokenizer))
+    worker.load_seconds = time.perf_counter() - started
+    report(1.0, f"loaded {model.name} in {worker.load_seconds:.1f} s")
+    return worker
 
-    def _drain(self, block: bool) -> bool:
-        """Run queued requests; False once asked to stop."""
-        while True:
-            try:
-                item = self._requests.get(block=block)
-            except queue.Empty:
-                return True
-            if item is _STOP:
-                return False
-            fn, future = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(self._worker))
-                except BaseException as e:
-                    future.set_exception(e)
-            block = False
 
-    def _fail_pending(self) -> None:
-        while True:
-            try:
-                item = self._requests.get_nowait()
-            except queue.Empty:
-                return
-            if item is not _STOP:
-                item[1].set_exception(EngineError("the engine is closed"))
+def _fit_context(config: EngineConfig, model: ModelFolder) -> EngineConfig:
+    """Clamp max_context to the model's own limit, saying so: positions past it are untrained."""
+    limit = capacity.model_context_limit(model.config)
+    if limit is None or config.max_context <= limit:
+        return config
+    log.warning(
+        "max_context %d is above %s's limit of %d tokens (max_position_embeddings); using %d",
+        config.max_context, model.name, limit, limit,
+    )
+    return dataclasses.replace(config, max_context=limit)

@@ -24,7 +24,8 @@ def make_sampler(params: SamplingParams) -> Sampler:
         logits = apply_repetition_penalty(logits, history, params.repetition_penalty)
         if params.temperature == 0:
             return int(np.argmax(logits))
-        probs = filtered_probs(logits / params.temperature, params)
+        # float64 before dividing: a small temperature must not overflow float32 into inf/NaN
+        probs = filtered_probs(np.asarray(logits, dtype=np.float64) / params.temperature, params)
         return int(rng.choice(len(probs), p=probs))
 
     return sample

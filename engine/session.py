@@ -6,15 +6,19 @@ caller's thread so errors are raised before anything is queued. Everything else 
 
 from __future__ import annotations
 
+import functools
+import operator
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from .errors import (
     ContextOverflowError,
+    EngineError,
     InvalidRequestError,
     SessionBusyError,
     SessionClosedError,
@@ -24,6 +28,11 @@ from .types import Chunk, SamplingParams
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .runner import Runner
+
+# How often a reader waiting for a chunk checks that the engine thread is still alive (a backstop:
+# the thread delivers an end or an error to every stream before it stops).
+_LIVENESS_POLL_S = 1.0
 
 
 @dataclass
@@ -40,9 +49,15 @@ class Stream:
     abandoned iterator never leaves the session busy.
     """
 
-    def __init__(self, out: "queue.Queue[Chunk | Failed]", cancel: threading.Event) -> None:
+    def __init__(
+        self,
+        out: "queue.Queue[Chunk | Failed]",
+        cancel: threading.Event,
+        alive: Optional[Callable[[], bool]] = None,
+    ) -> None:
         self._out = out
         self._cancel = cancel
+        self._alive = alive
         self._done = False
 
     def __iter__(self) -> Iterator[Chunk]:
@@ -51,13 +66,26 @@ class Stream:
     def __next__(self) -> Chunk:
         if self._done:
             raise StopIteration
-        item = self._out.get()
+        item = self._next_item()
         if isinstance(item, Failed):
             self._done = True
             raise item.error
         if item.finish_reason is not None:
             self._done = True
         return item
+
+    def _next_item(self) -> "Chunk | Failed":
+        if self._alive is None:
+            return self._out.get()
+        while True:
+            try:
+                return self._out.get(timeout=_LIVENESS_POLL_S)
+            except queue.Empty:
+                if not self._alive():
+                    try:
+                        return self._out.get_nowait()
+                    except queue.Empty:
+                        return Failed(EngineError("the engine stopped before this reply finished"))
 
     def text(self) -> str:
         """Consume the rest of the reply and return its text."""
@@ -95,6 +123,14 @@ class Session:
         self._tokens: tuple[int, ...] = ()
         self._state_nbytes = 0
         self._chat_key: tuple[str, tuple[int, ...]] = ("", ())
+        self._finalizer: Optional[weakref.finalize] = None
+
+    def _watch(self, runner: "Runner") -> None:
+        """Once open: a handle dropped without close() frees its slot. The finalizer only posts a
+        request (it may run on any thread, inside the garbage collector) and holds no reference to
+        this handle."""
+        self._finalizer = weakref.finalize(self, runner.post_quietly, functools.partial(_close_slot, self.id))
+        self._finalizer.atexit = False
 
     # -- what callers read -------------------------------------------------------------------------
     @property
@@ -141,10 +177,10 @@ class Session:
 
     def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:
         """Stream a continuation of `prompt_token_ids` (the whole sequence, not only the new part)."""
-        prompt = [int(t) for t in prompt_token_ids]
-        return self._start(prompt, params, chat_text=None)
+        return self._start(_token_list(prompt_token_ids), params, chat_text=None)
 
     def _start(self, prompt: list[int], params: Optional[SamplingParams], chat_text: Optional[str]) -> Stream:
+        _check_params(params)
         params = params or SamplingParams()
         params.validate()
         if not prompt:
@@ -175,7 +211,7 @@ class Session:
         except BaseException:
             self._mark_idle()
             raise
-        return Stream(out, cancel)
+        return Stream(out, cancel, self._engine._runner.thread.is_alive)
 
     def _mark_idle(self) -> None:
         """Called by the engine thread when a reply ends (before its last chunk is delivered)."""
@@ -216,9 +252,15 @@ class Session:
             if self._closed:
                 return
             self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
         self.cancel()
-        if self._engine._running:
+        try:
             self._engine._call(lambda w: w.close_session(self))
+        except EngineError:
+            if self._engine._running:
+                raise
+            # the engine is closed or failed: every state went with it
 
     def __enter__(self) -> "Session":
         return self
@@ -228,3 +270,30 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.id} tokens={len(self._tokens)} busy={self._busy} closed={self._closed}>"
+
+
+def _close_slot(session_id: int, worker) -> None:
+    worker.close_slot(session_id)
+
+
+def _check_params(params: object) -> None:
+    if params is not None and not isinstance(params, SamplingParams):
+        raise InvalidRequestError(
+            f"params must be a SamplingParams or None, not {type(params).__name__}"
+            + (" (use SamplingParams(**params))" if isinstance(params, dict) else "")
+        )
+
+
+def _token_list(ids: object) -> list[int]:
+    """Token ids as Python ints; a float, bool or string is refused rather than silently truncated."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence) and not hasattr(ids, "__iter__"):
+        raise InvalidRequestError(f"prompt_token_ids must be a sequence of integers, not {type(ids).__name__}")
+    prompt = []
+    for i, t in enumerate(ids):
+        try:
+            if isinstance(t, bool):
+                raise TypeError
+            prompt.append(operator.index(t))  # ints, numpy and torch integers; never a float
+        except TypeError:
+            raise InvalidRequestError(f"token ids must be integers; position {i} holds {t!r}") from None
+    return prompt

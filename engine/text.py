@@ -16,6 +16,9 @@ from .errors import InvalidRequestError, ModelLoadError
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
 _TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>")
 
+ROLES = ("system", "user", "assistant", "tool")
+"""Message roles chat templates understand."""
+
 
 class TextCodec:
     """Chat template rendering, encoding, stop tokens and a streaming decoder for one model."""
@@ -51,8 +54,13 @@ class TextCodec:
 
     def render(self, messages: list[dict]) -> str:
         """The chat template applied to `messages`, ending with the assistant's generation prompt."""
-        if not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
+        for i, m in enumerate(messages):
+            if m["role"] not in ROLES:
+                raise InvalidRequestError(f"message {i}: role must be one of {', '.join(ROLES)}, not {m['role']!r}")
+            if not isinstance(m["content"], str):
+                raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
         try:

@@ -37,6 +37,18 @@ class EngineConfig:
     batching speedup (aggregate tok/s stays that of one session)."""
 
     def __post_init__(self) -> None:
+        for name in ("backend", "device", "dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise InvalidRequestError(f"{name} must be a string, not {getattr(self, name)!r}")
+        for name, optional in (("max_context", False), ("max_sessions", True), ("memory_budget", True),
+                               ("prefill_chunk", False), ("max_batch", False)):
+            value = getattr(self, name)
+            if not (_is_int(value) or optional and value is None):
+                raise InvalidRequestError(
+                    f"{name} must be an integer{' or None' if optional else ''}, not {value!r}"
+                )
+        if not isinstance(self.deterministic, bool):
+            raise InvalidRequestError(f"deterministic must be True or False, not {self.deterministic!r}")
         if self.backend not in ("auto", "torch", "mlx"):
             raise InvalidRequestError(f"backend must be auto, torch or mlx, not {self.backend!r}")
         if self.device not in ("auto", "cuda", "cpu", "metal"):
@@ -77,19 +89,44 @@ class SamplingParams:
     """Keep generating past end tokens until max_tokens (benchmarks and tests of fixed length)."""
 
     def validate(self) -> None:
-        """Raise InvalidRequestError naming the first value out of range."""
+        """Raise InvalidRequestError naming the first value of the wrong type or out of range.
+
+        Everything is checked here, in the caller's thread, so a bad value never reaches the engine
+        thread (where it would fail mid-reply and poison the session).
+        """
+        for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
+            if not _is_real(getattr(self, name)):
+                raise InvalidRequestError(f"{name} must be a number, not {getattr(self, name)!r}")
+        if not isinstance(self.ignore_stop, bool):
+            raise InvalidRequestError(f"ignore_stop must be True or False, not {self.ignore_stop!r}")
+        t = self.temperature
         checks = [
-            (math.isfinite(self.temperature) and self.temperature >= 0, "temperature must be >= 0"),
+            (math.isfinite(t) and t >= 0, "temperature must be >= 0"),
+            # below this, logits / temperature overflow: the choice is greedy anyway, so say so
+            (t == 0 or t >= MIN_TEMPERATURE, f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}"),
             (0.0 < self.top_p <= 1.0, "top_p must be in (0, 1]"),
-            (isinstance(self.top_k, int) and self.top_k >= 0, "top_k must be an integer >= 0"),
+            (_is_int(self.top_k) and self.top_k >= 0, "top_k must be an integer >= 0"),
             (0.0 <= self.min_p < 1.0, "min_p must be in [0, 1)"),
             (math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0, "repetition_penalty must be > 0"),
-            (isinstance(self.max_tokens, int) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
-            (self.seed is None or isinstance(self.seed, int), "seed must be an integer or None"),
+            (_is_int(self.max_tokens) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
+            (self.seed is None or _is_int(self.seed), "seed must be an integer or None"),
+            (self.seed is None or not _is_int(self.seed) or 0 <= self.seed < 2**64, "seed must be in [0, 2**64)"),
         ]
         for ok, message in checks:
             if not ok:
                 raise InvalidRequestError(f"{message} (got {self})")
+
+
+MIN_TEMPERATURE = 1e-4
+"""Smallest temperature above 0 that is accepted."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import capacity
-from .errors import SessionPoisonedError, StateFileError
+from .errors import EngineError, SessionClosedError, SessionPoisonedError, StateFileError
 from .batch import Batch
 from .sampling import make_sampler
 from .scheduler import RoundRobin
@@ -55,6 +55,7 @@ class Job:
     prefilled: int = 0
     started: float = field(default_factory=time.perf_counter)
     first_token_at: Optional[float] = None
+    ended: bool = False
     sampler: Callable = None
     decoder: Any = None
 
@@ -69,12 +70,16 @@ class Worker:
         self.config = config
         self.slots: dict[int, Slot] = {}
         self.scheduler = RoundRobin()
-        self.batch = Batch(backend)
+        self.batch = Batch(backend, on_lost=self._lost)
         # deterministic: every session alone in its forward, so bf16 rounding matches a solo run
         self.batching = config.max_batch > 1 and not config.deterministic
         self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
         self.budget = config.memory_budget or capacity.default_budget(backend.available_memory())
-        self.max_sessions = capacity.max_sessions(self.per_session, self.budget, config.max_sessions)
+        self.max_sessions = capacity.max_sessions(
+            self.per_session, self.budget, config.max_sessions, budget_given=config.memory_budget is not None
+        )
+        self.vocab_size = 0
+        self.load_seconds = 0.0
 
     # -- sessions ----------------------------------------------------------------------------------
     def open_session(self, session: "Session", restore_from: Optional[Path]) -> None:
@@ -89,15 +94,27 @@ class Worker:
         self.slots[session.id] = slot
 
     def close_session(self, session: "Session") -> None:
-        slot = self.slots.pop(session.id, None)
+        self.close_slot(session.id)
+        session._state_nbytes = 0
+
+    def close_slot(self, session_id: int) -> None:
+        """Free a session's slot by id (also what a dropped handle's finalizer asks for)."""
+        slot = self.slots.get(session_id)
         self._release(slot)
+        self.slots.pop(session_id, None)
         if slot is not None:
             self._end_job(slot, "cancelled")
             slot.state = None
-        session._state_nbytes = 0
+
+    def _slot(self, session: "Session") -> Slot:
+        """The session's slot, or SessionClosedError when it was closed while this request waited."""
+        slot = self.slots.get(session.id)
+        if slot is None:
+            raise SessionClosedError(f"session {session.id} is closed")
+        return slot
 
     def reset(self, session: "Session") -> None:
-        slot = self.slots[session.id]
+        slot = self._slot(session)
         self._release(slot)
         self._end_job(slot, "cancelled")
         slot.state, slot.fed = None, []
@@ -105,7 +122,7 @@ class Worker:
         session._poisoned = None
 
     def save_state(self, session: "Session", path: Path) -> None:
-        slot = self.slots[session.id]
+        slot = self._slot(session)
         self._release(slot)
         if slot.state is None:
             slot.state = self.backend.new_state()
@@ -127,7 +144,22 @@ class Worker:
     def _release(self, slot: Optional[Slot]) -> None:
         """Give `slot` its own state back if the batch holds it (the batch re-merges next round)."""
         if slot is not None and slot in self.batch:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Hand batch members their states back; a failed split is handled by `_lost`, not raised."""
+        try:
             self.batch.settle()
+        except Exception:
+            log.exception("splitting the batch failed")
+
+    def _lost(self, members: list[Slot], error: BaseException) -> None:
+        """A split failed (e.g. out of memory) and took the members' states with it: a running reply
+        is poisoned (its stream gets the error), an idle session starts over from its text next turn."""
+        for slot in members:
+            slot.state, slot.fed = None, []
+            if slot.job is not None:
+                self._poison(slot, slot.job, error)
 
     def _read_state(self, path: Path):
         if not path.is_file():
@@ -215,7 +247,7 @@ class Worker:
         for job, slot in decoders[len(together):]:
             self._guarded(job, slot, lambda: self._step(job, slot))
         if not together or not self.scheduler:
-            self.batch.settle()  # sessions not decoding together hold their own, unpadded state
+            self._settle()  # sessions not decoding together hold their own, unpadded state
 
     def _batchable(self, job: Job, slot: Slot) -> bool:
         if not self.batching or job.pending or not job.generated:
@@ -231,8 +263,12 @@ class Worker:
 
     def _step(self, job: Job, slot: Slot) -> None:
         """One forward of this session alone."""
+        if slot.job is not job:  # poisoned since the round began (a failed split)
+            return
         if slot in self.batch:
-            self.batch.settle()
+            self._settle()
+            if slot.job is not job:
+                return
         if slot.state is None:
             slot.state = self.backend.new_state()
         if job.pending:
@@ -299,11 +335,16 @@ class Worker:
         self._deliver_end(job, self._stats(job), reason, last_ids, text)
 
     def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
+        job.ended = True
         job.session._mark_idle()  # before the last chunk, so its reader may start the next turn
         job.out.put(Chunk(text, tuple(last_ids), reason, stats))
 
-    def _poison(self, slot: Slot, job: Job, error: Exception) -> None:
-        slot.job = None
+    def _poison(self, slot: Slot, job: Job, error: BaseException) -> None:
+        if job.ended:  # already told (a split failure poisons before its caller's guard does)
+            return
+        job.ended = True
+        if slot.job is job:
+            slot.job = None
         self.scheduler.remove(job)
         job.session._poisoned = f"{type(error).__name__}: {error}"
         job.session._mark_idle()
@@ -325,11 +366,33 @@ class Worker:
     def busy(self) -> bool:
         return bool(self.scheduler)
 
-    def shutdown(self) -> None:
-        self.batch.settle()
+    def fail_all(self, error: BaseException) -> None:
+        """The step loop failed outside any one forward: every running reply gets the error and its
+        session is poisoned, so no stream waits for a token that will never come."""
+        jobs = {id(job): job for job in self.scheduler.round()}
+        jobs.update((id(slot.job), slot.job) for slot in self.slots.values() if slot.job is not None)
+        for job in jobs.values():
+            slot = self.slots.get(job.session.id)
+            self._poison(slot if slot is not None else Slot(), job, error)
+
+    def shutdown(self, failure: Optional[str] = None) -> None:
+        """End every reply ("cancelled" on close, EngineError when the engine failed) and free all states."""
+        self._settle()
         for slot in list(self.slots.values()):
-            self._end_job(slot, "cancelled")
-            slot.state = None
+            job = slot.job
+            if job is None:
+                pass
+            elif failure is None:
+                try:
+                    self._end_job(slot, "cancelled")
+                except Exception:
+                    log.exception("could not end a reply cleanly")
+                    failure = "the engine is closed"
+            if failure is not None and job is not None and not job.ended:
+                job.ended = True
+                job.session._mark_idle()
+                job.out.put(Failed(EngineError(failure)))
+            slot.job, slot.state = None, None
         self.slots.clear()
 
 
