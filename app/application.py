@@ -24,7 +24,7 @@ from app.quick_chat import QuickChat
 from app.resources import app_icon
 from app.settings import AppSettings, load_settings, sampling_params, save_settings
 from app.settings_dialog import SettingsDialog
-from app.store import data_dir
+from app.store import Conversation, data_dir
 from app.theme import apply_theme
 from app.tray import Tray
 from engine import DEFAULT_MODEL, Engine, EngineConfig
@@ -61,6 +61,7 @@ class ConfabApp(QObject):
         w.load_model_requested.connect(self.pick_model)
         w.settings_requested.connect(self.edit_settings)
         w.conversation_settings_requested.connect(self.edit_conversation_settings)
+        w.chat.new_settings_requested.connect(self.edit_new_conversation_settings)
         w.quit_requested.connect(self.quit)
         self.loader.progress.connect(w.set_progress)
         self.loader.loaded.connect(self._loaded)
@@ -140,11 +141,21 @@ class ConfabApp(QObject):
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)
 
     def _show_conversation_settings(self, conversation) -> None:
-        dialog = ConversationSettingsDialog(conversation, self.settings, self.window)
+        dialog = ConversationSettingsDialog(conversation, self.settings, self.window, home=self.home)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             system_prompt, sampling = dialog.result()
             self.bridge.run(lambda store: store.update_conversation(
-                conversation.id, system_prompt=system_prompt, sampling=sampling))
+                conversation.id, system_prompt=system_prompt, sampling=sampling)).success(
+                lambda c: self.window.chat.show_prompt_of(c.id))
+
+    def edit_new_conversation_settings(self) -> None:
+        """Settings for the conversation the next first message creates (a preset, say)."""
+        prompt, sampling = self.window.chat.new_settings
+        draft = Conversation(id=0, title="", created_at=0.0, updated_at=0.0, pinned=False, model=None,
+                             system_prompt=prompt, sampling=sampling)
+        dialog = ConversationSettingsDialog(draft, self.settings, self.window, home=self.home, new=True)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.window.chat.set_new_settings(*dialog.result())
 
     # -- windows -----------------------------------------------------------------------------------
     def show_window(self) -> None:

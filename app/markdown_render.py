@@ -15,6 +15,7 @@ Why these choices:
 from __future__ import annotations
 
 import html
+import re
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -55,6 +56,24 @@ def copy_index(href: str) -> int | None:
     """N for a `copy-code:N` link, else None (any other link)."""
     scheme, _, rest = href.partition(":")
     return int(rest) if scheme == COPY_SCHEME and rest.isdigit() else None
+
+
+@lru_cache(maxsize=1024)
+def plain_title(text: str) -> str:
+    """`text` (one line, as a title) with its Markdown marks removed: `**Fix** the `bug`` →
+    "Fix the bug". Only inline Markdown counts; a leading "# " or "- " is dropped too."""
+    line = " ".join(text.split())
+    line = re.sub(r"^(#{1,6}|[-*+>])\s+", "", line)
+    tokens = _markdown().parseInline(line)
+    parts: list[str] = []
+    for token in tokens[0].children or [] if tokens else []:
+        if token.type in ("text", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif token.type == "image":
+            parts.append("".join(c.content for c in token.children or []))
+    return " ".join("".join(parts).split())
 
 
 @lru_cache(maxsize=1)
