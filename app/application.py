@@ -20,6 +20,7 @@ from app.macos import set_menubar_only
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
+from app.qt_messages import install_message_filter
 from app.quick_chat import QuickChat
 from app.resources import app_icon
 from app.settings import AppSettings, load_settings, sampling_params, save_settings
@@ -35,6 +36,7 @@ class ConfabApp(QObject):
     def __init__(self, qapp: QApplication, home: Optional[Path], config: EngineConfig,
                  *, use_tray: bool = True) -> None:
         super().__init__()
+        install_message_filter()
         self.qapp = qapp
         self.home = home if home is not None else data_dir()
         self.config = config
