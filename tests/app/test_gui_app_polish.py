@@ -1,0 +1,66 @@
+"""The whole app: the quick chat follows a theme change and its conversation shows in the list as
+soon as it starts; a new conversation's settings go through the conversation settings dialog."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog
+
+from app.conversation_settings import ConversationSettingsDialog
+from app.quick_chat import TITLE
+from tests.app.gui_fixtures import LONG
+from tests.app.test_gui_app import TIMEOUT, start_app  # noqa: F401 (fixture)
+
+
+def panel_color(quick) -> str:
+    quick.repaint()
+    return quick.grab().toImage().pixelColor(quick.width() // 2, quick.height() - 60).name()
+
+
+def test_quick_chat_follows_a_theme_change(qtbot, start_app):  # noqa: F811 (fixture)
+    confab = start_app()
+    quick = confab.quick_chat
+    confab.apply_settings(replace(confab.settings, theme="light"))
+    quick.show_near(None)
+    quick.question, quick.reply_text = "Q", "See [the docs](https://example.com)."
+    quick._render()
+    light = panel_color(quick)
+    try:
+        confab.apply_settings(replace(confab.settings, theme="dark"))
+        qtbot.waitUntil(lambda: panel_color(quick) != light, timeout=5_000)
+        assert "#58a6ff" in quick.answer.toHtml()  # the answer re-rendered with the dark link color
+    finally:
+        confab.apply_settings(replace(confab.settings, theme="system"))
+
+
+def test_quick_chat_conversation_shows_in_the_list_when_it_starts(qtbot, start_app):  # noqa: F811
+    confab = start_app()
+    confab.bridge.params = LONG
+    quick = confab.quick_chat
+    quick.show_near(None)
+    qtbot.keyClicks(quick.input, "Hi from the tray")
+    qtbot.keyClick(quick.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: TITLE in [t for _, t in confab.window.conversation_list.shown()], timeout=TIMEOUT)
+    assert quick.streaming  # before the reply ended, and before any "Continue in Confab"
+    with qtbot.waitSignal(quick.reply_finished, timeout=TIMEOUT):
+        quick.stop()
+
+
+def test_conversation_settings_on_a_new_conversation_set_what_it_starts_with(qtbot, start_app,  # noqa: F811
+                                                                             monkeypatch):
+    confab = start_app()
+
+    def accept(dialog):
+        assert dialog.windowTitle() == "Conversation settings for the new conversation"
+        dialog.system_prompt.setPlainText("Be brief.")
+        dialog.use_default["max_tokens"].setChecked(False)
+        dialog.spins["max_tokens"].setValue(64)
+        return QDialog.DialogCode.Accepted
+    monkeypatch.setattr(ConversationSettingsDialog, "exec", accept)
+    menu_action = next(a for m in confab.window.menuBar().actions() for a in m.menu().actions()
+                       if a.text() == "Conversation &settings…")
+    menu_action.trigger()
+    assert confab.window.chat.new_settings == ("Be brief.", {"max_tokens": 64})
+    assert confab.window.chat.prompt_badge.isVisible()
