@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app.bridge import Bridge
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
+from app.global_shortcut import GlobalShortcut
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
@@ -51,6 +52,7 @@ class ConfabApp(QObject):
         self.loader = ModelLoader(self.bridge.route, self)
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
+        self.shortcut = GlobalShortcut(self)
         self._closed = False
         self._fall_back = False
         self.setup_signals()
@@ -69,6 +71,7 @@ class ConfabApp(QObject):
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._load_failed)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
+        self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations())
         self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations())
         if self.tray is not None:
@@ -126,7 +129,7 @@ class ConfabApp(QObject):
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window)
+        dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_settings(dialog.result_settings())
             save_settings(self.home, self.settings)
@@ -139,6 +142,8 @@ class ConfabApp(QObject):
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
         if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
             set_menubar_only(settings.menubar_only)
+        if settings.quick_chat_shortcut != self.shortcut.shortcut or not self.shortcut.active:
+            self.shortcut.set_shortcut(settings.quick_chat_shortcut)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)
@@ -196,6 +201,7 @@ class ConfabApp(QObject):
         self._closed = True
         self.window.commit_pending_deletes()
         self.quick_chat.hide()
+        self.shortcut.stop()
         if self.tray is not None:
             self.tray.hide()
         self.bridge.close()

@@ -64,3 +64,22 @@ def test_conversation_settings_on_a_new_conversation_set_what_it_starts_with(qtb
     menu_action.trigger()
     assert confab.window.chat.new_settings == ("Be brief.", {"max_tokens": 64})
     assert confab.window.chat.prompt_badge.isVisible()
+
+
+def test_the_global_shortcut_opens_the_quick_chat_and_settings_say_why_it_cannot(qtbot, start_app,  # noqa: F811
+                                                                                 monkeypatch):
+    import app.application as application
+
+    confab = start_app()
+    assert not confab.shortcut.active and "No desktop" in confab.shortcut.status  # offscreen: fails soft
+    confab.shortcut.activated.emit()  # what a press of the grabbed keys does
+    qtbot.waitUntil(confab.quick_chat.isVisible, timeout=5_000)
+    shown = []
+
+    class Recording(application.SettingsDialog):
+        def exec(self):
+            shown.append(self.shortcut_status.text())
+            return QDialog.DialogCode.Rejected
+    monkeypatch.setattr(application, "SettingsDialog", Recording)
+    confab.edit_settings()
+    assert shown == [confab.shortcut.status]
