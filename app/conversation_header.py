@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.markdown_render import plain_title
 
 SETTINGS_BUTTON_TEXT = "Conversation settings…"
 """The header button's name: not "Settings…", which is the app's (Edit ▸ Settings…)."""
-BADGE_TEXT = "System prompt"
+BADGE_TEXT = "Own system prompt"
 TOOLTIP_CHARS = 400
 
 
@@ -43,16 +44,32 @@ class TitleLabel(QLabel):
 
 
 class PromptBadge(QLabel):
-    """A small rounded tag in the header, shown while the conversation has its own system prompt."""
+    """A small filled pill in the header, shown while the conversation has its own system prompt.
+
+    Painted from the palette on every paint (no style sheet, which would keep the colors of the theme
+    it was set under), so it follows a theme change."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(BADGE_TEXT, parent)
         self.setObjectName("promptBadge")
         self.setAccessibleName("This conversation has its own system prompt")
-        self.setStyleSheet("QLabel#promptBadge { border: 1px solid palette(mid); border-radius: 8px;"
-                           " padding: 1px 8px; color: palette(text); }")
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        self.setFont(font)
+        self.setContentsMargins(9, 2, 9, 2)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.prompt = ""
         self.hide()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt name)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        box = self.rect().adjusted(0, 3, 0, -3)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self.palette().color(QPalette.ColorRole.Highlight))
+        painter.drawRoundedRect(box, box.height() / 2, box.height() / 2)
+        painter.setPen(self.palette().color(QPalette.ColorRole.HighlightedText))
+        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, self.text())
 
     def show_prompt(self, prompt: str) -> None:
         """Show the badge for a non-empty `prompt` (its start in the tooltip), hide it otherwise."""
