@@ -17,10 +17,12 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app.bridge import Bridge
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
+from app.file_dialogs import use_home
 from app.global_shortcut import GlobalShortcut
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
+from app.preset_menu import PresetMenu
 from app.qt_messages import install_message_filter
 from app.quick_chat import QuickChat
 from app.resources import app_icon
@@ -56,6 +58,7 @@ class ConfabApp(QObject):
         self._closed = False
         self._fall_back = False
         self.setup_signals()
+        self.setup_presets()
         self.apply_settings(self.settings)
         self.bridge.opened.add_done_callback(
             lambda f: self.bridge.route.post(self._report_open, f))
@@ -79,6 +82,20 @@ class ConfabApp(QObject):
             self.tray.open_requested.connect(self.show_window)
             self.tray.quit_requested.connect(self.quit)
         self.qapp.aboutToQuit.connect(self.shutdown)
+
+    def setup_presets(self) -> None:
+        """File ▸ New conversation from preset, and the file pickers' memory, in this app's folder."""
+        use_home(self.home)
+        self.preset_menu = PresetMenu(self.home, self.window)
+        self.preset_menu.chosen.connect(self.new_conversation_from_preset)
+        self.window.file_menu.insertMenu(self.window.export_action, self.preset_menu)
+        self.window.file_menu.insertSeparator(self.window.export_action)
+
+    def new_conversation_from_preset(self, name: str, preset) -> None:
+        """A new page whose first message creates a conversation with the preset's settings."""
+        self.window.new_conversation()
+        self.window.chat.set_new_settings(preset.system_prompt, preset.sampling)
+        self.window.statusBar().showMessage(f"New conversation with the preset “{name}”", 5000)
 
     # -- model -------------------------------------------------------------------------------------
     def load(self, source: str, *, fall_back: bool = False) -> None:

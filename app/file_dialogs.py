@@ -22,10 +22,21 @@ from app.settings import settings_path
 from app.store import data_dir
 
 LAST_FOLDER_KEY = "file_dialogs/last_folder"
+_home: Optional[Path] = None
+
+
+def use_home(home: Optional[Path]) -> None:
+    """Remember folders in `home`'s settings file (the app's `--home`); None: the default data folder."""
+    global _home
+    _home = Path(home) if home is not None else None
+
+
+def _folder() -> Path:
+    return _home if _home is not None else data_dir()
 
 
 def _qsettings() -> QSettings:
-    return QSettings(str(settings_path(data_dir())), QSettings.Format.IniFormat)
+    return QSettings(str(settings_path(_folder())), QSettings.Format.IniFormat)
 
 
 def start_folder() -> Path:
@@ -44,7 +55,7 @@ def remember(path: Path | str) -> None:
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     try:
-        data_dir().mkdir(parents=True, exist_ok=True)
+        _folder().mkdir(parents=True, exist_ok=True)
         qs = _qsettings()
         qs.setValue(LAST_FOLDER_KEY, str(folder))
         qs.sync()

@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
 
     def setup_menus(self) -> None:
         bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
+        file_menu = self.file_menu = bar.addMenu("&File")
         self._action(file_menu, "&New conversation", self.new_conversation, QKeySequence.StandardKey.New)
         self._action(file_menu, "&Close conversation", self.close_conversation, QKeySequence("Ctrl+W"))
         file_menu.addSeparator()

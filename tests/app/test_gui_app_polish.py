@@ -83,3 +83,30 @@ def test_the_global_shortcut_opens_the_quick_chat_and_settings_say_why_it_cannot
     monkeypatch.setattr(application, "SettingsDialog", Recording)
     confab.edit_settings()
     assert shown == [confab.shortcut.status]
+
+
+def test_a_preset_starts_a_new_conversation_from_the_file_menu(qtbot, start_app, monkeypatch):  # noqa: F811
+    from app import file_dialogs
+    from app.presets import Preset, save_preset
+
+    monkeypatch.setattr(file_dialogs, "_home", None)
+    confab = start_app()
+    assert file_dialogs._folder() == confab.home  # the pickers remember folders in this app's folder
+    empty = [a.text() for a in confab.preset_menu.actions()]
+    assert empty == ["No presets yet (save one in Conversation settings…)"]
+    save_preset(confab.home, "Pirate", Preset("Talk like a pirate.", {"temperature": 1.1}))
+    confab.preset_menu.fill()
+    (action,) = confab.preset_menu.actions()
+    assert action.text() == "Pirate"
+    action.trigger()
+    assert confab.window.current_id is None
+    assert confab.window.chat.new_settings == ("Talk like a pirate.", {"temperature": 1.1})
+    assert confab.window.chat.prompt_badge.isVisible()
+    with qtbot.waitSignal(confab.window.chat.reply_finished, timeout=TIMEOUT):
+        qtbot.keyClicks(confab.window.composer, "Ahoy")
+        qtbot.keyClick(confab.window.composer, Qt.Key.Key_Return)
+    cid = confab.window.current_id
+    got = []
+    confab.bridge.run(lambda s: s.get_conversation(cid)).success(got.append)
+    qtbot.waitUntil(lambda: bool(got), timeout=5_000)
+    assert (got[0].system_prompt, got[0].sampling) == ("Talk like a pirate.", {"temperature": 1.1})

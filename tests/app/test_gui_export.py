@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app import file_dialogs
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(autouse=True)
+def default_home(monkeypatch):
+    """Pickers remember folders in $CONFAB_HOME, whatever app an earlier test started."""
+    monkeypatch.setattr(file_dialogs, "_home", None)
 
 
 def on_store(qtbot, bridge, fn):
