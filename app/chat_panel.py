@@ -161,10 +161,11 @@ class ChatPanel(QWidget):
             return
         if self.current_id is None:
             self._creating = True
-            prompt, sampling = self.new_settings
+            settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
             self.bridge.run(lambda store: store.create_conversation(
-                title_from(text), system_prompt=prompt, sampling=sampling)).success(
-                lambda c: self._created(c.id, c.title, text)).failure(lambda e: self._create_failed(text, e))
+                title_from(text), system_prompt=settings[0], sampling=settings[1])).success(
+                lambda c: self._created(c.id, c.title, text)).failure(
+                lambda e: self._create_failed(text, e, settings))
             return
         cid = self.current_id
         self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
@@ -177,16 +178,17 @@ class ChatPanel(QWidget):
             self.composer.setPlainText(text)
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
 
-    def _create_failed(self, text: str, error: BaseException) -> None:
+    def _create_failed(self, text: str, error: BaseException, settings: tuple[str, dict]) -> None:
         self._creating = False
         self._give_back(text)
+        if self.current_id is None and self.new_settings == ("", {}):
+            self.set_new_settings(*settings)  # kept for the next try, like the text
         self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
     def _created(self, conversation_id: int, title: str, text: str) -> None:
         self._creating = False
         self.current_id = conversation_id
         self.title_label.setText(title)
-        self.new_settings = ("", {})
         self.chat_view.set_messages(conversation_id, [])
         self.conversation_created.emit(conversation_id)
         self.chat_view.add_pending("user", text)

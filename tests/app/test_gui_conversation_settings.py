@@ -82,3 +82,13 @@ def test_titles_show_without_markdown(qtbot, window):
     qtbot.waitUntil(lambda: window.current_id == cid, timeout=5_000)
     qtbot.waitUntil(lambda: window.chat.title_label.text() == "Old raw title", timeout=5_000)
     assert (cid, "Old raw title") in window.conversation_list.shown()
+
+
+def test_settings_are_kept_with_the_text_when_the_conversation_cannot_be_created(qtbot, window):
+    bad = {"temperature": float("nan")}  # the store refuses it, so creating the conversation fails
+    window.chat.set_new_settings("Be kind.", bad)
+    with qtbot.waitSignal(window.chat.error, timeout=10_000):
+        qtbot.keyClicks(window.composer, "Hello")
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert window.composer.toPlainText() == "Hello" and window.current_id is None
+    assert window.chat.new_settings[0] == "Be kind." and window.chat.prompt_badge.isVisible()
