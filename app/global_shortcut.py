@@ -40,11 +40,12 @@ def unavailable_reason(platform_name: str, env: Optional[dict] = None) -> Option
         return "Global shortcuts are not available on macOS yet: open the quick chat from the menubar icon."
     if sys.platform.startswith("win"):
         return "Global shortcuts are not available on Windows yet: open the quick chat from the tray icon."
-    if platform_name == "wayland" or (env.get("WAYLAND_DISPLAY") and platform_name != "xcb"):
-        return ("Wayland does not let programs set global shortcuts: open the quick chat from the tray "
-                "icon, or add a shortcut in your desktop's keyboard settings.")
     if platform_name in ("offscreen", "minimal", "vnc"):
         return f"No desktop to take a global shortcut from (Qt platform {platform_name!r})."
+    if platform_name == "wayland" or env.get("WAYLAND_DISPLAY") or env.get("XDG_SESSION_TYPE") == "wayland":
+        # Under XWayland a grab "works" but only sees keys typed into other X11 windows: refuse it too.
+        return ("Wayland does not let programs set global shortcuts: open the quick chat from the tray "
+                "icon, or add a shortcut in your desktop's keyboard settings.")
     if not env.get("DISPLAY"):
         return "No X11 display (DISPLAY is not set), so no global shortcut."
     return None

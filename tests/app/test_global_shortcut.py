@@ -10,12 +10,13 @@ import threading
 from dataclasses import replace
 
 import pytest
-from Xlib import X
 
-from app.global_shortcut import (DEFAULT_SHORTCUT, GlobalShortcut, ShortcutError, _X11Grab, parse_shortcut,
-                                 unavailable_reason)
-from app.settings import AppSettings, load_settings, save_settings
-from app.settings_dialog import SettingsDialog
+X = pytest.importorskip("Xlib.X", reason="python-xlib is installed on Linux only (X11 grabs)")
+
+from app.global_shortcut import (DEFAULT_SHORTCUT, GlobalShortcut, ShortcutError,  # noqa: E402
+                                 _X11Grab, parse_shortcut, unavailable_reason)
+from app.settings import AppSettings, load_settings, save_settings  # noqa: E402
+from app.settings_dialog import SettingsDialog  # noqa: E402
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -40,6 +41,8 @@ def test_parse_refuses(text, message):
 
 @pytest.mark.parametrize("platform, env, words", [
     ("wayland", {"WAYLAND_DISPLAY": "wayland-0"}, "Wayland does not let programs set global shortcuts"),
+    ("xcb", {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}, "Wayland does not let"),  # XWayland
+    ("xcb", {"DISPLAY": ":0", "XDG_SESSION_TYPE": "wayland"}, "Wayland does not let"),
     ("offscreen", {"DISPLAY": ":0"}, "No desktop"),
     ("xcb", {}, "No X11 display"),
 ])
@@ -48,7 +51,7 @@ def test_platforms_without_a_global_shortcut_say_why(platform, env, words):
 
 
 def test_xcb_with_a_display_may_try():
-    assert unavailable_reason("xcb", {"DISPLAY": ":1", "WAYLAND_DISPLAY": "wayland-0"}) is None
+    assert unavailable_reason("xcb", {"DISPLAY": ":1", "XDG_SESSION_TYPE": "x11"}) is None
 
 
 def test_setting_it_where_it_cannot_work_fails_soft(qapp):
@@ -110,3 +113,27 @@ def test_x11_grab_receives_only_its_keys_and_refuses_a_taken_one(x_server):
         grab.stop()
     again = _X11Grab(*parse_shortcut("Ctrl+Alt+Space"), lambda: None)  # released by stop()
     again.stop()
+
+
+def test_a_press_reaches_the_gui_thread_as_activated(qtbot, x_server, monkeypatch):
+    import app.global_shortcut as module
+    from Xlib import XK, display
+    from Xlib.ext import xtest
+
+    monkeypatch.setattr(module, "unavailable_reason", lambda *_: None)  # Qt itself runs offscreen here
+    shortcut = GlobalShortcut()
+    try:
+        assert shortcut.set_shortcut("Ctrl+Alt+K") and shortcut.active
+        assert shortcut.status == "Ctrl+Alt+K opens the quick chat from any program."
+        typist = display.Display(x_server)
+        keys = [typist.keysym_to_keycode(XK.string_to_keysym(k)) for k in ("Control_L", "Alt_L", "k")]
+        with qtbot.waitSignal(shortcut.activated, timeout=10_000):
+            for code in keys:
+                xtest.fake_input(typist, X.KeyPress, code)
+            for code in reversed(keys):
+                xtest.fake_input(typist, X.KeyRelease, code)
+            typist.sync()
+        typist.close()
+    finally:
+        shortcut.stop()
+    assert not shortcut.active
