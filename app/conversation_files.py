@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.bridge import Bridge
 from app.file_dialogs import open_file, save_file
+from app.markdown_render import plain_title
 from app.store import export_json, export_markdown, import_json
 
 MARKDOWN_FILTER = "Markdown (*.md)"
@@ -60,20 +61,23 @@ class ConversationFiles(QObject):
     failed = Signal(str)
     """Why an export or import did not happen (also shown in a dialog)."""
 
-    def __init__(self, parent: QWidget, bridge: Bridge,
-                 title_of: Callable[[int], str] = lambda _cid: "") -> None:
+    def __init__(self, parent: QWidget, bridge: Bridge) -> None:
         super().__init__(parent)
         self.parent_widget = parent
         self.bridge = bridge
-        self.title_of = title_of
 
     def export(self, conversation_id: Optional[int]) -> None:
         """Ask where and in which format, then write the conversation there."""
         if conversation_id is None:
             self.failed.emit("Open a conversation to export it.")
             return
-        path, chosen = save_file(self.parent_widget, "Export conversation",
-                                 file_name(self.title_of(conversation_id), ".md"),
+        # The stored title names the file (the header may still be loading right after a switch).
+        self.bridge.run(lambda store: store.get_conversation(conversation_id).title).success(
+            lambda title: self._export_as(conversation_id, title)).failure(
+            lambda e: self._fail("Could not export", e))
+
+    def _export_as(self, conversation_id: int, title: str) -> None:
+        path, chosen = save_file(self.parent_widget, "Export conversation", file_name(plain_title(title), ".md"),
                                  f"{MARKDOWN_FILTER};;{JSON_FILTER}", MARKDOWN_FILTER)
         if path is None:
             return

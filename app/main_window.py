@@ -121,7 +121,7 @@ class MainWindow(QMainWindow):
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
 
     def setup_conversation_files(self, file_menu) -> None:
-        self.files = ConversationFiles(self, self.bridge, lambda cid: self.chat.title_label.text())
+        self.files = ConversationFiles(self, self.bridge)
         self.files.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 8000))
         self.files.imported.connect(lambda cid: self.refresh_conversations(select=cid))
         self.files.failed.connect(lambda why: self.statusBar().showMessage(why, 8000))
