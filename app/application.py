@@ -17,14 +17,18 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app.bridge import Bridge
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
+from app.file_dialogs import use_home
+from app.global_shortcut import GlobalShortcut
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
+from app.preset_menu import PresetMenu
+from app.qt_messages import install_message_filter
 from app.quick_chat import QuickChat
 from app.resources import app_icon
 from app.settings import AppSettings, load_settings, sampling_params, save_settings
 from app.settings_dialog import SettingsDialog
-from app.store import data_dir
+from app.store import Conversation, data_dir
 from app.theme import apply_theme
 from app.tray import Tray
 from engine import DEFAULT_MODEL, Engine, EngineConfig
@@ -35,6 +39,7 @@ class ConfabApp(QObject):
     def __init__(self, qapp: QApplication, home: Optional[Path], config: EngineConfig,
                  *, use_tray: bool = True) -> None:
         super().__init__()
+        install_message_filter()
         self.qapp = qapp
         self.home = home if home is not None else data_dir()
         self.config = config
@@ -49,9 +54,11 @@ class ConfabApp(QObject):
         self.loader = ModelLoader(self.bridge.route, self)
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
+        self.shortcut = GlobalShortcut(self)
         self._closed = False
         self._fall_back = False
         self.setup_signals()
+        self.setup_presets()
         self.apply_settings(self.settings)
         self.bridge.opened.add_done_callback(
             lambda f: self.bridge.route.post(self._report_open, f))
@@ -61,17 +68,34 @@ class ConfabApp(QObject):
         w.load_model_requested.connect(self.pick_model)
         w.settings_requested.connect(self.edit_settings)
         w.conversation_settings_requested.connect(self.edit_conversation_settings)
+        w.chat.new_settings_requested.connect(self.edit_new_conversation_settings)
         w.quit_requested.connect(self.quit)
         self.loader.progress.connect(w.set_progress)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._load_failed)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
+        self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations())
+        self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations())
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
             self.tray.quit_requested.connect(self.quit)
         self.qapp.aboutToQuit.connect(self.shutdown)
+
+    def setup_presets(self) -> None:
+        """File ▸ New conversation from preset, and the file pickers' memory, in this app's folder."""
+        use_home(self.home)
+        self.preset_menu = PresetMenu(self.home, self.window)
+        self.preset_menu.chosen.connect(self.new_conversation_from_preset)
+        self.window.file_menu.insertMenu(self.window.export_action, self.preset_menu)
+        self.window.file_menu.insertSeparator(self.window.export_action)
+
+    def new_conversation_from_preset(self, name: str, preset) -> None:
+        """A new page whose first message creates a conversation with the preset's settings."""
+        self.window.new_conversation()
+        self.window.chat.set_new_settings(preset.system_prompt, preset.sampling)
+        self.window.statusBar().showMessage(f"New conversation with the preset “{name}”", 5000)
 
     # -- model -------------------------------------------------------------------------------------
     def load(self, source: str, *, fall_back: bool = False) -> None:
@@ -122,7 +146,7 @@ class ConfabApp(QObject):
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window)
+        dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.apply_settings(dialog.result_settings())
             save_settings(self.home, self.settings)
@@ -135,16 +159,28 @@ class ConfabApp(QObject):
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
         if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
             set_menubar_only(settings.menubar_only)
+        if settings.quick_chat_shortcut != self.shortcut.shortcut or not self.shortcut.active:
+            self.shortcut.set_shortcut(settings.quick_chat_shortcut)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)
 
     def _show_conversation_settings(self, conversation) -> None:
-        dialog = ConversationSettingsDialog(conversation, self.settings, self.window)
+        dialog = ConversationSettingsDialog(conversation, self.settings, self.window, home=self.home)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             system_prompt, sampling = dialog.result()
             self.bridge.run(lambda store: store.update_conversation(
-                conversation.id, system_prompt=system_prompt, sampling=sampling))
+                conversation.id, system_prompt=system_prompt, sampling=sampling)).success(
+                lambda c: self.window.chat.show_prompt_of(c.id))
+
+    def edit_new_conversation_settings(self) -> None:
+        """Settings for the conversation the next first message creates (a preset, say)."""
+        prompt, sampling = self.window.chat.new_settings
+        draft = Conversation(id=0, title="", created_at=0.0, updated_at=0.0, pinned=False, model=None,
+                             system_prompt=prompt, sampling=sampling)
+        dialog = ConversationSettingsDialog(draft, self.settings, self.window, home=self.home, new=True)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.window.chat.set_new_settings(*dialog.result())
 
     # -- windows -----------------------------------------------------------------------------------
     def show_window(self) -> None:
@@ -182,6 +218,7 @@ class ConfabApp(QObject):
         self._closed = True
         self.window.commit_pending_deletes()
         self.quick_chat.hide()
+        self.shortcut.stop()
         if self.tray is not None:
             self.tray.hide()
         self.bridge.close()

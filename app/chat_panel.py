@@ -12,11 +12,13 @@ from typing import Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
 from app.composer import Composer
+from app.conversation_header import SETTINGS_BUTTON_TEXT, PromptBadge, TitleLabel
+from app.markdown_render import plain_title
 from app.store import Message
 
 UNTITLED = "New conversation"
@@ -34,6 +36,8 @@ class ChatPanel(QWidget):
     """`Finished` of a reply that ended normally or was stopped (status bar stats)."""
     settings_requested = Signal(int)
     """The user asked for this conversation's settings."""
+    new_settings_requested = Signal()
+    """The user asked for the settings of the conversation the next first message creates."""
     error = Signal(object)
     """A reply failed; the window shows it."""
     notice = Signal(str)
@@ -48,6 +52,8 @@ class ChatPanel(QWidget):
         self._ready = False
         self._creating = False
         """A first message's conversation is being created; it becomes current when it exists."""
+        self.new_settings: tuple[str, dict] = ("", {})
+        """(system prompt, sampling) the next conversation created by a first message starts with."""
         self.setup_header()
         self.setup_view()
         self.setup_composer()
@@ -55,16 +61,17 @@ class ChatPanel(QWidget):
 
     # -- setup -------------------------------------------------------------------------------------
     def setup_header(self) -> None:
-        self.title_label = QLabel(UNTITLED)
+        self.title_label = TitleLabel(UNTITLED)
         self.title_label.setAccessibleName("Conversation title")
         font = self.title_label.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         font.setBold(True)
         self.title_label.setFont(font)
-        self.settings_button = QPushButton("Settings…")
+        self.prompt_badge = PromptBadge()
+        self.settings_button = QPushButton(SETTINGS_BUTTON_TEXT)
         self.settings_button.setAccessibleName("Conversation settings")
         self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
-        self.settings_button.clicked.connect(self._ask_settings)
+        self.settings_button.clicked.connect(self.ask_settings)
 
     def setup_view(self) -> None:
         self.chat_view = ChatView()
@@ -88,6 +95,7 @@ class ChatPanel(QWidget):
     def setup_layout(self) -> None:
         header = QHBoxLayout()
         header.addWidget(self.title_label, stretch=1)
+        header.addWidget(self.prompt_badge)
         header.addWidget(self.settings_button)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
@@ -117,11 +125,13 @@ class ChatPanel(QWidget):
         """Show a conversation (None: an empty page, where sending starts a new one)."""
         self.current_id = conversation_id
         self.title_label.setText(title or UNTITLED)
-        self.settings_button.setEnabled(conversation_id is not None)
         self._update_controls()
         if conversation_id is None:
+            self.prompt_badge.show_prompt(self.new_settings[0])
             self.chat_view.set_messages(None, [])
             return
+        self.new_settings = ("", {})  # set for a new conversation, left for another one
+        self.show_prompt_of(conversation_id)
         self.bridge.run(lambda store: (store.get_conversation(conversation_id).title,
                                        store.messages(conversation_id))).success(
             lambda result: self._show_messages(conversation_id, *result))
@@ -151,8 +161,11 @@ class ChatPanel(QWidget):
             return
         if self.current_id is None:
             self._creating = True
-            self.bridge.run(lambda store: store.create_conversation(title_from(text))).success(
-                lambda c: self._created(c.id, c.title, text)).failure(lambda e: self._create_failed(text, e))
+            settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
+            self.bridge.run(lambda store: store.create_conversation(
+                title_from(text), system_prompt=settings[0], sampling=settings[1])).success(
+                lambda c: self._created(c.id, c.title, text)).failure(
+                lambda e: self._create_failed(text, e, settings))
             return
         cid = self.current_id
         self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
@@ -165,16 +178,17 @@ class ChatPanel(QWidget):
             self.composer.setPlainText(text)
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
 
-    def _create_failed(self, text: str, error: BaseException) -> None:
+    def _create_failed(self, text: str, error: BaseException, settings: tuple[str, dict]) -> None:
         self._creating = False
         self._give_back(text)
+        if self.current_id is None and self.new_settings == ("", {}):
+            self.set_new_settings(*settings)  # kept for the next try, like the text
         self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
     def _created(self, conversation_id: int, title: str, text: str) -> None:
         self._creating = False
         self.current_id = conversation_id
         self.title_label.setText(title)
-        self.settings_button.setEnabled(True)
         self.chat_view.set_messages(conversation_id, [])
         self.conversation_created.emit(conversation_id)
         self.chat_view.add_pending("user", text)
@@ -234,14 +248,28 @@ class ChatPanel(QWidget):
         if conversation_id == self.current_id:
             self.show_conversation(conversation_id, self.title_label.text())  # final text and status
 
-    def _ask_settings(self) -> None:
+    def ask_settings(self) -> None:
+        """This conversation's settings; on a new page, those its first message will create it with."""
         if self.current_id is not None:
             self.settings_requested.emit(self.current_id)
+        else:
+            self.new_settings_requested.emit()
+
+    def set_new_settings(self, system_prompt: str, sampling: dict) -> None:
+        """Settings for the conversation the next first message creates (shown by the badge)."""
+        self.new_settings = (system_prompt, dict(sampling))
+        if self.current_id is None:
+            self.prompt_badge.show_prompt(system_prompt)
+
+    def show_prompt_of(self, conversation_id: int) -> None:
+        """Show or hide the system prompt badge from the stored conversation."""
+        self.bridge.run(lambda store: store.get_conversation(conversation_id).system_prompt).success(
+            lambda prompt: self.prompt_badge.show_prompt(prompt) if conversation_id == self.current_id else None)
 
 
 def title_from(text: str) -> str:
     """A conversation's default title: its first line, shortened."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
+    first = plain_title(text.strip().splitlines()[0]) if text.strip() else ""
     return first[:40].rstrip() + ("…" if len(first) > 40 else "")
 
 

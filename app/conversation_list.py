@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLineEdit, QListW
 
 from app.conversation_delegate import (GENERATING_ROLE, ID_ROLE, KIND_ROLE, SNIPPET_ROLE, TITLE_ROLE,
                                        ConversationDelegate)
+from app.markdown_render import plain_title
 from app.store import Conversation, SearchHit
 
 GROUPS = ("Pinned", "Today", "Yesterday", "Previous 7 days", "Older")
@@ -154,7 +155,7 @@ class ConversationList(QWidget):
                 item.setData(SNIPPET_ROLE, snippet_html(hit.snippet, marks))
                 plain = " ".join(hit.snippet.replace(marks[0], "").replace(marks[1], "").split())
                 item.setData(Qt.ItemDataRole.AccessibleDescriptionRole, plain)
-                item.setToolTip(f"{title or UNTITLED}\n{plain}")
+                item.setToolTip(f"{item.text()}\n{plain}")
             if not best:
                 self._add_plain(f"No conversations match “{query}”", "hint")
 
@@ -268,11 +269,12 @@ class ConversationList(QWidget):
         return item
 
     def _conversation_item(self, cid: int, title: str, kind: str) -> QListWidgetItem:
-        item = QListWidgetItem(title or UNTITLED, self.list)
+        shown = plain_title(title) or UNTITLED  # a title typed as **Markdown** shows without its marks
+        item = QListWidgetItem(shown, self.list)
         item.setData(ID_ROLE, cid)
         item.setData(KIND_ROLE, kind)
         item.setData(TITLE_ROLE, title)
-        item.setToolTip(title or UNTITLED)
+        item.setToolTip(shown)
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable)
         self._mark_generating(item, cid in self._generating)
         return item
@@ -281,7 +283,7 @@ class ConversationList(QWidget):
         if bool(item.data(GENERATING_ROLE)) == on:
             return
         item.setData(GENERATING_ROLE, on)
-        name = item.data(TITLE_ROLE) or UNTITLED
+        name = plain_title(item.data(TITLE_ROLE) or "") or UNTITLED
         item.setData(Qt.ItemDataRole.AccessibleTextRole, f"{name}, replying" if on else name)
 
     def _find(self, conversation_id: Optional[int]) -> Optional[QListWidgetItem]:

@@ -11,6 +11,7 @@ out of the sampling dict, so a later change of the default applies here too).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional, Union
 
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
@@ -19,6 +20,9 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpin
 
 from app.store import Conversation
 
+from .markdown_render import plain_title
+from .preset_bar import PresetBar
+from .presets import Preset
 from .settings import MAX_TOKENS_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE, AppSettings, sampling_params
 from .settings_dialog import named
 
@@ -33,14 +37,22 @@ _FIELDS = (  # key, label, accessible name, tooltip
 class ConversationSettingsDialog(QDialog):
     """Edits one conversation's system prompt and sampling overrides."""
 
-    def __init__(self, conversation: Conversation, defaults: AppSettings, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, conversation: Conversation, defaults: AppSettings, parent: Optional[QWidget] = None,
+                 *, home: Optional[Path] = None, new: bool = False) -> None:
+        """`home`: the app's folder, whose settings file keeps the presets (None: no presets row).
+        `new`: the settings of a conversation not created yet (its first message creates it)."""
         super().__init__(parent)
-        title = conversation.title or "this conversation"
-        self.setWindowTitle(f"Settings for {title}")
+        title = "the new conversation" if new else plain_title(conversation.title) or "this conversation"
+        self.setWindowTitle(f"Conversation settings for {title}")
         self.setAccessibleName("Conversation settings")
         self._defaults = defaults
         own = sampling_params(conversation.sampling, defaults)  # the conversation's values, checked
         layout = QVBoxLayout(self)
+        self.presets: Optional[PresetBar] = None
+        if home is not None:
+            self.presets = PresetBar(home, self.result)
+            self.presets.chosen.connect(self.apply_preset)
+            layout.addWidget(self.presets)
 
         prompt_label = QLabel("&System prompt:")
         self.system_prompt = named(QPlainTextEdit(conversation.system_prompt), "System prompt",
@@ -105,6 +117,15 @@ class ConversationSettingsDialog(QDialog):
         if checked:
             spin.setValue(getattr(self._defaults, key))
         spin.setEnabled(not checked)
+
+    def apply_preset(self, preset: Preset) -> None:
+        """Fill the dialog with a preset: its prompt, its overrides, the app default elsewhere."""
+        self.system_prompt.setPlainText(preset.system_prompt)
+        for key, box in self.use_default.items():
+            value = preset.sampling.get(key)
+            box.setChecked(value is None)
+            if value is not None:
+                self.spins[key].setValue(value)
 
     def result(self) -> tuple[str, dict]:  # type: ignore[override]  # QDialog.result() is the exit code
         """(system prompt, sampling dict with only the values this conversation overrides)."""

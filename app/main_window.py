@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QLabel, QMainWindow, QProgressBar, QSplitter, QVB
 
 from app.bridge import Bridge, Finished
 from app.chat_panel import ChatPanel
+from app.conversation_files import ConversationFiles
 from app.conversation_list import ConversationList
 from app.store import Conversation
 from app.undo_bar import UndoBar
@@ -102,9 +103,11 @@ class MainWindow(QMainWindow):
 
     def setup_menus(self) -> None:
         bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
+        file_menu = self.file_menu = bar.addMenu("&File")
         self._action(file_menu, "&New conversation", self.new_conversation, QKeySequence.StandardKey.New)
         self._action(file_menu, "&Close conversation", self.close_conversation, QKeySequence("Ctrl+W"))
+        file_menu.addSeparator()
+        self.setup_conversation_files(file_menu)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.quit_requested.emit, QKeySequence("Ctrl+Q"))
         edit_menu = bar.addMenu("&Edit")
@@ -116,6 +119,15 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "Conversation &settings…", self._ask_conversation_settings)
         model_menu = bar.addMenu("&Model")
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
+
+    def setup_conversation_files(self, file_menu) -> None:
+        self.files = ConversationFiles(self, self.bridge)
+        self.files.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 8000))
+        self.files.imported.connect(lambda cid: self.refresh_conversations(select=cid))
+        self.files.failed.connect(lambda why: self.statusBar().showMessage(why, 8000))
+        self.export_action = self._action(file_menu, "&Export…", lambda: self.files.export(self.current_id),
+                                          QKeySequence("Ctrl+Shift+E"))
+        self.import_action = self._action(file_menu, "&Import JSON…", self.files.import_json)
 
     def _action(self, menu, text: str, slot, shortcut: Optional[QKeySequence | QKeySequence.StandardKey] = None) -> QAction:
         action = QAction(text, self)
@@ -253,8 +265,7 @@ class MainWindow(QMainWindow):
                 query, [h for h in hits if h.conversation_id not in self._pending_deletes]))
 
     def _ask_conversation_settings(self) -> None:
-        if self.chat.current_id is not None:
-            self.conversation_settings_requested.emit(self.chat.current_id)
+        self.chat.ask_settings()
 
     # -- replies -----------------------------------------------------------------------------------
     def send(self, text: str) -> None:

@@ -15,6 +15,7 @@ Why these choices:
 from __future__ import annotations
 
 import html
+import re
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -33,13 +34,16 @@ LIGHT_STYLE = "default"
 DARK_STYLE = "github-dark"
 HEADING_SIZES = {"h1": "x-large", "h2": "large", "h3": "medium"}
 """Headings a step smaller than Qt's defaults, which are sized for documents, not chat messages."""
+COPIED_TEXT = "Copied ✓"
+"""What a code block's Copy link says for a moment after it copied."""
 CODE_TYPES = ("fence", "code_block")
 """Token types shown as code blocks (and copied by their Copy link), in document order."""
 
 
-def render_markdown(text: str, *, dark: bool = False) -> str:
-    """HTML for `text`; code blocks highlighted in the light or dark style, each with a Copy link."""
-    env: dict[str, Any] = {"dark": dark, "code_index": 0}
+def render_markdown(text: str, *, dark: bool = False, copied: int | None = None) -> str:
+    """HTML for `text`; code blocks highlighted in the light or dark style, each with a Copy link
+    (block number `copied` says "Copied" instead, right after a click)."""
+    env: dict[str, Any] = {"dark": dark, "code_index": 0, "copied": copied}
     return _markdown().render(text, env).rstrip()  # Qt shows a trailing newline as a space
 
 
@@ -55,6 +59,24 @@ def copy_index(href: str) -> int | None:
     """N for a `copy-code:N` link, else None (any other link)."""
     scheme, _, rest = href.partition(":")
     return int(rest) if scheme == COPY_SCHEME and rest.isdigit() else None
+
+
+@lru_cache(maxsize=1024)
+def plain_title(text: str) -> str:
+    """`text` (one line, as a title) with its Markdown marks removed: `**Fix** the `bug`` →
+    "Fix the bug". Only inline Markdown counts; a leading "# " or "- " is dropped too."""
+    line = " ".join(text.split())
+    line = re.sub(r"^(#{1,6}|[-*+>])\s+", "", line)
+    tokens = _markdown().parseInline(line)
+    parts: list[str] = []
+    for token in tokens[0].children or [] if tokens else []:
+        if token.type in ("text", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif token.type == "image":
+            parts.append("".join(c.content for c in token.children or []))
+    return " ".join("".join(parts).split())
 
 
 @lru_cache(maxsize=1)
@@ -81,12 +103,13 @@ def _render_code(self: Any, tokens: Sequence[Token], idx: int, options: Any, env
     colors = _colors(bool(env.get("dark")))
     code = _highlight(token.content, language, bool(env.get("dark")))
     label = html.escape(language) or "&nbsp;"
+    link = COPIED_TEXT if index == env.get("copied") else "Copy"
     return (
         f'<table width="100%" cellspacing="0" cellpadding="6" bgcolor="{colors["code_bg"]}"'
         f' style="margin-top: 4px; margin-bottom: 8px;">'
         f'<tr><td><span style="color: {colors["faint"]}; font-size: small;">{label}</span></td>'
         f'<td align="right"><a href="{COPY_SCHEME}:{index}" title="Copy this code"'
-        f' style="color: {colors["link"]}; font-size: small; text-decoration: none;">Copy</a></td></tr>'
+        f' style="color: {colors["link"]}; font-size: small; text-decoration: none;">{link}</a></td></tr>'
         f'<tr><td colspan="2"><pre style="margin: 0; white-space: pre-wrap; color: {colors["code_fg"]};">'
         f"{code}</pre></td></tr></table>\n"
     )

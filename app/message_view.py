@@ -106,7 +106,9 @@ class MessageView(QFrame):
         self._render_timer = QTimer(self, singleShot=True, interval=RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self.render_body)
         self._copied_timer = QTimer(self, singleShot=True, interval=1500)
-        self._copied_timer.timeout.connect(lambda: self.copy_button.setText("Copy"))
+        self._copied_timer.timeout.connect(self._copied_done)
+        self.copied_block: Optional[int] = None
+        """The code block whose Copy link says "Copied" for a moment (None: none)."""
         self.setup_header()
         self.body = MessageBody()
         self.body.anchorClicked.connect(self._on_link)
@@ -160,7 +162,7 @@ class MessageView(QFrame):
         if not self.shown.content and self.shown.status == "streaming":
             self.body.setHtml("<p style='color: gray;'>…</p>")  # waiting for the first token
         else:
-            self.body.setHtml(render_markdown(self.shown.content, dark=self.dark))
+            self.body.setHtml(render_markdown(self.shown.content, dark=self.dark, copied=self.copied_block))
         cost_ms = (time.perf_counter() - started) * 1000
         self._render_timer.setInterval(max(RENDER_INTERVAL_MS, round(2 * cost_ms)))
 
@@ -213,12 +215,21 @@ class MessageView(QFrame):
         self.copy_button.setText("Copied")
         self._copied_timer.start()
 
+    def _copied_done(self) -> None:
+        self.copy_button.setText("Copy")
+        if self.copied_block is not None:
+            self.copied_block = None
+            self.render_body()
+
     def _on_link(self, url: QUrl) -> None:
         index = copy_index(url.toString())
         if index is not None:
             blocks = code_blocks(self.shown.content)
             if index < len(blocks):
                 QApplication.clipboard().setText(blocks[index])
+                self.copied_block = index  # the link says "Copied" until the timer runs out
+                self.render_body()
+                self._copied_timer.start()
         elif url.scheme() in EXTERNAL_SCHEMES:
             QDesktopServices.openUrl(url)
 

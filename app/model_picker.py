@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel,
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
 
 from .bridge import GuiRoute
+from .file_dialogs import choose_folder, open_file
 from .model_discovery import ModelCandidate, find_models
 from .settings_dialog import named
 
@@ -180,14 +181,14 @@ class ModelPickerDialog(QDialog):
         self._select(source)
 
     def _browse_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Choose a model folder")
-        if folder:
-            self.add_source(folder)
+        folder = choose_folder(self, "Choose a model folder")
+        if folder is not None:
+            self.add_source(str(folder))
 
     def _open_gguf(self) -> None:
-        file, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", "", "GGUF models (*.gguf)")
-        if file:
-            self.add_source(file)
+        file = open_file(self, "Open a GGUF model", "GGUF models (*.gguf)")
+        if file is not None:
+            self.add_source(str(file))
 
     # -- estimate ----------------------------------------------------------------------------------
     def _selected(self, item: Optional[QTreeWidgetItem]) -> None:

@@ -32,6 +32,7 @@ MARGIN = 8
 """Pixels kept between the panel and the tray icon or the screen's edge."""
 SAFE_SCHEMES = ("http", "https", "mailto")
 """Links in an answer that a click opens."""
+THEME_EVENTS = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
 PANEL_STYLE = """
 QFrame#quickChatPanel { background: palette(window); border: 1px solid palette(mid); border-radius: 12px; }
 QTextBrowser#quickChatAnswer { border: none; background: transparent; }
@@ -71,6 +72,8 @@ class QuickChat(QWidget):
     """The quick chat conversation's id, for the main window to show."""
     reply_finished = Signal(int)
     """A reply ended (complete, stopped or failed): the conversation changed in the store."""
+    conversation_started = Signal(int)
+    """A question went to this conversation (maybe just created): the window's list shows it now."""
 
     def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint
@@ -86,6 +89,7 @@ class QuickChat(QWidget):
         self._send: Send | None = None
         self._asking = False  # from Enter until the reply ends (finding the conversation included)
         self._stop_early = False
+        self._restyling = False
         self.setup_window()
         self.setup_widgets()
         self.setup_layout()
@@ -218,6 +222,7 @@ class QuickChat(QWidget):
         if self._stop_early:
             self._send.stop()
         self._update_controls()
+        self.conversation_started.emit(conversation_id)
 
     def _on_chunk(self, chunk: Chunk) -> None:
         self.reply_text += chunk.text
@@ -272,6 +277,17 @@ class QuickChat(QWidget):
             QApplication.clipboard().setText(blocks[index])
             self.status_label.setText("Code copied.")
 
+    def follow_theme(self) -> None:
+        """Redraw in the app's current palette (a theme change made while the panel exists): the
+        style sheet resolves `palette(...)` only when applied, and the answer's HTML has its colors."""
+        self._restyling = True
+        try:
+            self.setStyleSheet("")
+            self.setStyleSheet(PANEL_STYLE)
+            self._render()
+        finally:
+            self._restyling = False
+
     # -- events ------------------------------------------------------------------------------------
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
         if event.key() == Qt.Key.Key_Escape:
@@ -281,6 +297,8 @@ class QuickChat(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt name)
         super().changeEvent(event)
+        if event.type() in THEME_EVENTS and not self._restyling:
+            self.follow_theme()
         if (event.type() == QEvent.Type.ActivationChange and self.isVisible()
                 and not self.isActiveWindow() and not self._asking):
             self.hide()

@@ -11,6 +11,7 @@ never stops the app from starting.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -53,6 +54,8 @@ class AppSettings:
     """macOS: run as a menubar-only app, with no Dock icon."""
     last_model: str = ""
     """Source of the model loaded last ("" means the bundled default)."""
+    quick_chat_shortcut: str = "Alt+Space" if sys.platform == "darwin" else "Ctrl+Alt+Space"
+    """Global shortcut that opens the quick chat from any program, in Qt's portable text ("" for none)."""
 
 
 _LIMITS: dict[str, tuple[float, float]] = {

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
-                               QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QSpinBox, QVBoxLayout, QWidget)
+                               QFormLayout, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
+                               QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from .settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
                        THEMES, TOP_P_RANGE, AppSettings)
@@ -40,7 +40,8 @@ class SettingsDialog(QDialog):
     """Edits a copy of AppSettings; `result_settings()` returns the edited copy."""
 
     def __init__(self, settings: AppSettings, data_folder: Path, tray_available: bool,
-                 parent: Optional[QWidget] = None) -> None:
+                 parent: Optional[QWidget] = None, shortcut_status: str = "") -> None:
+        """`shortcut_status`: whether the global quick chat shortcut works here, and if not why."""
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setAccessibleName("Settings")
@@ -51,6 +52,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self._sampling_group(settings))
         layout.addWidget(self._storage_group(settings))
         layout.addWidget(self._window_group(settings, tray_available))
+        layout.addWidget(self._shortcut_group(settings, shortcut_status))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName("Save settings")
         buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Discard changes")
@@ -145,6 +147,23 @@ class SettingsDialog(QDialog):
             column.addWidget(self._note(MENUBAR_ONLY_TEXT, "Menubar-only unavailable"))
         return box
 
+    def _shortcut_group(self, s: AppSettings, status: str) -> QGroupBox:
+        box = QGroupBox("Quick chat")
+        form = QFormLayout(box)
+        self.shortcut = named(QKeySequenceEdit(QKeySequence(s.quick_chat_shortcut)), "Quick chat shortcut",
+                              "Opens the quick chat from any program; press the keys to change it")
+        self.shortcut.setMaximumSequenceLength(1)
+        self.shortcut.setClearButtonEnabled(True)
+        for line in self.shortcut.findChildren(QLineEdit):  # its parts, named for screen readers
+            line.setAccessibleName("Quick chat shortcut keys")
+        for button in self.shortcut.findChildren(QToolButton):
+            button.setAccessibleName("Clear quick chat shortcut")
+        form.addRow("&Global shortcut:", self.shortcut)
+        self.shortcut_status = self._note(status, "Quick chat shortcut status")
+        self.shortcut_status.setVisible(bool(status))
+        form.addRow("", self.shortcut_status)
+        return box
+
     def _note(self, text: str, name: str) -> QLabel:
         label = named(QLabel(text), name)
         label.setWordWrap(True)
@@ -170,4 +189,5 @@ class SettingsDialog(QDialog):
             else self._settings.close_to_tray,
             menubar_only=self.menubar_only.isChecked() if self.menubar_only.isEnabled()
             else self._settings.menubar_only,
+            quick_chat_shortcut=self.shortcut.keySequence().toString(QKeySequence.SequenceFormat.PortableText),
         )
