@@ -49,14 +49,21 @@ class TextCodec:
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict]) -> str:
-        """The chat template applied to `messages`, ending with the assistant's generation prompt."""
+    def render(self, messages: list[dict], continue_final: bool = False) -> str:
+        """The chat template applied to `messages`, ending with the assistant's generation prompt;
+        with `continue_final`, ending inside the last (assistant) message instead, left open so
+        the model writes more of it (a reply cut by the token limit or stopped)."""
         if not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
+        if continue_final and messages[-1]["role"] != "assistant":
+            raise InvalidRequestError("only an assistant message can be continued; the last message is "
+                                      f"{messages[-1]['role']!r}")
         try:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=not continue_final,
+                continue_final_message=continue_final)
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
 
