@@ -3,9 +3,13 @@ reply is extended in place, and each reply records the model that wrote it."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from app.bridge import Send
 from app.store import open_store
-from tests.app.gui_fixtures import bridge, gui_engine  # noqa: F401 (fixtures)
+from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
+
+REPLY_TIMEOUT = 30_000
 
 
 def _store(home):
@@ -77,3 +81,43 @@ def test_continue_extends_a_reply_cut_by_the_token_limit_in_place(qtbot, bridge,
     assert reply.token_ids[:12] == cut.token_ids and len(reply.token_ids) == 24
     assert reply.finish_reason == "length" and reply.status == "complete"
     store.close()
+
+
+def _send_and_wait(qtbot, window, text):
+    with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT):
+        qtbot.keyClicks(window.composer, text)
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.chat_view.message_views()[-1].shown.id is not None
+                    and window.chat_view.message_views()[-1].shown.status != "streaming", timeout=5_000)
+
+
+def _last(window):
+    return window.chat_view.message_views()[-1]
+
+
+def test_window_regenerate_shows_2_of_2_and_the_old_reply_comes_back(qtbot, window, gui_engine):
+    _send_and_wait(qtbot, window, "Hello")
+    old = _last(window).shown
+    assert _last(window).model_label.text() == gui_engine.model.name
+    with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT):
+        window.chat.regenerate()
+        assert _last(window).shown.content == "" and _last(window).shown.id is None  # at once
+    qtbot.waitUntil(lambda: _last(window).version_label.text() == "2/2" and _last(window).shown.id is not None, timeout=5_000)
+    assert not _last(window).version_label.isHidden()
+    qtbot.mouseClick(_last(window).previous_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: _last(window).shown.id == old.id, timeout=5_000)
+    assert _last(window).shown.content == old.content and _last(window).version_label.text() == "1/2"
+
+
+def test_window_continue_extends_the_cut_reply(qtbot, window):
+    _send_and_wait(qtbot, window, "Count")
+    cut = _last(window)
+    assert cut.note_label.text() == "Stopped at the 12-token limit" and not cut.continue_button.isHidden()
+    before = cut.shown
+    with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT):
+        qtbot.mouseClick(cut.continue_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: _last(window).shown.status == "complete"
+                    and len(_last(window).shown.content) > len(before.content), timeout=5_000)
+    after = _last(window).shown
+    assert after.id == before.id and after.content.startswith(before.content)
+    assert len(window.chat_view.message_views()) == 2
