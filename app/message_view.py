@@ -141,6 +141,7 @@ class MessageView(QFrame):
         box.setSpacing(2)
         box.addLayout(self.header)
         box.addWidget(self.body)
+        box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
 
     def setup_header(self) -> None:
@@ -167,7 +168,6 @@ class MessageView(QFrame):
         self.header = QHBoxLayout(spacing=6)
         self.header.addWidget(self.role_label)
         self.header.addWidget(self.note_label)
-        self.header.addWidget(self.model_label)
         self.header.addStretch(1)
         for w in (self.previous_button, self.version_label, self.next_button, self.continue_button,
                   self.edit_button, self.regenerate_button, self.copy_button):
