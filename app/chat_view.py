@@ -90,6 +90,8 @@ class ChatView(QScrollArea):
         if self._views and self._views[-1].shown.role == "assistant":
             self._views[-1].replace_message(Shown(None, "assistant", "", "streaming"))
             self._after_change()
+        else:  # the last answer never got a row (it failed before one): a placeholder for it
+            self.add_pending("assistant", "")
 
     def begin_edit(self, message_id: int, text: str) -> None:
         """An edited message is sent: it shows its new text at once, what followed it goes (it

@@ -164,7 +164,8 @@ class ConversationManager:
                 params: Optional[SamplingParams], token_ids: list[int], extend: bool) -> Iterator[Chunk]:
         """Run one reply (or the rest of one) into `writer`, finishing the row however it ends."""
         try:
-            with session.chat(messages, params, continue_final=extend) as stream:
+            extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
+            with session.chat(messages, params, **extra) as stream:
                 for chunk in stream:
                     token_ids.extend(chunk.token_ids)
                     writer.append(chunk.text)

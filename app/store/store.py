@@ -235,7 +235,8 @@ class Store:
     def search(self, query: str, *, limit: int = 50, mark: tuple[str, str] = ("[", "]"),
                snippet_tokens: int = 12) -> list[SearchHit]:
         """Messages whose text matches every word of `query` (each word also as a prefix), best
-        first. Any text is accepted: FTS syntax characters are quoted, not interpreted."""
+        first. Any text is accepted: FTS syntax characters are quoted, not interpreted. Only
+        messages on a conversation's shown branch are found (other versions are not shown)."""
         words = query.split()
         if not words:
             return []

@@ -122,3 +122,10 @@ def test_continue_streams_onto_the_same_reply(view):
     view.append_to_last(" 3")
     reply = views(view)[1]
     assert reply.shown.content == "1, 2, 3" and not _shown(reply.continue_button)
+
+
+def test_regenerate_after_a_user_message_adds_the_reply_placeholder(view):
+    view.set_messages(1, [message(1, "user", "Hi")])
+    view.begin_regenerate()
+    view.append_to_last("Hello")
+    assert [(v.shown.role, v.shown.content) for v in views(view)] == [("user", "Hi"), ("assistant", "Hello")]
