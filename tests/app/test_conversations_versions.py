@@ -69,3 +69,13 @@ def test_continue_refuses_a_reply_that_is_not_the_last(manager, store):
     with pytest.raises(ReplyClosedError, match="not the last message"):
         list(manager.continue_reply(c.id, first.id, GREEDY))
     assert not manager._replying
+
+
+def test_continue_right_after_a_cut_reply_is_warm(manager, store):
+    c = store.create_conversation()
+    list(manager.reply(c.id, "Count", GREEDY))
+    cut = store.messages(c.id)[-1]
+    assert cut.finish_reason == "length"
+    chunks = list(manager.continue_reply(c.id, cut.id, GREEDY))
+    # The session still holds the open reply: only its lazily fed last token goes through the model.
+    assert chunks[-1].stats.prefilled_tokens == 1
