@@ -77,6 +77,8 @@ class ChatPanel(QWidget):
         self.chat_view = ChatView()
         self.chat_view.regenerate_requested.connect(self.regenerate)
         self.chat_view.edit_requested.connect(self.edit_and_resend)
+        self.chat_view.version_requested.connect(self.show_version)
+        self.chat_view.continue_requested.connect(self.continue_reply)
 
     def setup_composer(self) -> None:
         self.composer = Composer()
@@ -194,27 +196,49 @@ class ChatPanel(QWidget):
         self.chat_view.add_pending("user", text)
         self._start(Send(self.bridge, conversation_id, text))
 
+    def _can_restart(self) -> bool:
+        return self.current_id is not None and self.current_id not in self.bridge.replying()
+
     def regenerate(self) -> None:
-        """Replace the last reply of the current conversation with a new one."""
-        if self.current_id is not None and self.current_id not in self.bridge.replying():
+        """Write a new version of the last reply; the old one is kept ("‹ 1/2")."""
+        if self._can_restart():
+            self.chat_view.begin_regenerate()  # the new version shows at once, empty
             self._restart(Send.regenerate(self.bridge, self.current_id))
 
     def edit_and_resend(self, message_id: int, text: str) -> None:
-        """Change one of the user's messages; the conversation continues from there."""
-        if self.current_id is not None and self.current_id not in self.bridge.replying():
+        """Send a new version of one of the user's messages; the conversation continues from it
+        (the old version and what followed it are kept, as another branch)."""
+        if self._can_restart():
+            self.chat_view.begin_edit(message_id, text)
             self._restart(Send.edit(self.bridge, self.current_id, message_id, text))
 
-    def _restart(self, send: Send) -> None:
-        """Start `send` once its history edit is stored, then show the trimmed history."""
+    def continue_reply(self, message_id: int) -> None:
+        """Write more of the last reply (cut by the token limit, stopped or interrupted), in place."""
+        if self._can_restart():
+            views = self.chat_view.message_views()
+            so_far = views[-1].shown.content if views else ""
+            self.chat_view.begin_continue()
+            self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), so_far)
+
+    def show_version(self, message_id: int, step: int) -> None:
+        """Show another version of a message and the branch that follows it."""
+        cid = self.current_id
+        if cid is None or cid in self.bridge.replying():
+            return
+        self.bridge.run(lambda store: (store.select_version(message_id, step), store.messages(cid))[1]).success(
+            lambda messages: self._show_messages(cid, self.title_label.text(), messages)).failure(self.error.emit)
+
+    def _restart(self, send: Send, so_far: str = "") -> None:
+        """Start `send` (its new version is stored first), then show the branch it is on."""
         cid = send.conversation_id
-        self._start(send, placeholder=False)
-        # Queued behind the reply's preparation on the store thread: shows the trimmed history.
+        self._start(send, placeholder=False, so_far=so_far)
+        # Queued behind the reply's first step on the store thread: shows the new branch.
         self.bridge.run(lambda store: store.messages(cid)).success(
             lambda messages: self._show_messages(cid, self.title_label.text(), messages))
 
-    def _start(self, send: Send, placeholder: bool = True) -> None:
+    def _start(self, send: Send, placeholder: bool = True, so_far: str = "") -> None:
         cid = send.conversation_id
-        self.streaming[cid] = ""
+        self.streaming[cid] = so_far
         if placeholder:
             self.chat_view.add_pending("assistant", "")
         (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk.text))

@@ -9,6 +9,7 @@ is there; scrolled up, their position is left exactly where it was.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
@@ -25,6 +26,10 @@ class ChatView(QScrollArea):
     regenerate_requested = Signal()
     edit_requested = Signal(int, str)
     """(message id, new text): the user edited a message and wants the conversation to go on from it."""
+    version_requested = Signal(int, int)
+    """(message id, step): show another version of a message (and the branch that follows it)."""
+    continue_requested = Signal(int)
+    """(message id): write more of the last reply."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -68,11 +73,7 @@ class ChatView(QScrollArea):
         shown = [Shown.of(m) for m in messages]
         for view, s in zip(self._views, shown):
             view.show_message(s)
-        for view in self._views[len(shown):]:
-            self.column.removeWidget(view)
-            view.hide()
-            view.deleteLater()
-        del self._views[len(shown):]
+        self._remove_views_from(len(shown))
         for s in shown[len(self._views):]:
             self._add_view(s)
         self._after_change()
@@ -82,6 +83,31 @@ class ChatView(QScrollArea):
         self._add_view(Shown(None, role, text, "streaming" if role == "assistant" else "complete"))
         self._stick_to_bottom = True  # the user just sent: show it
         self._after_change()
+
+    def begin_regenerate(self) -> None:
+        """A new version of the last reply starts: it is shown empty at once (the old one is kept
+        in the store, reachable through "‹ 1/2")."""
+        if self._views and self._views[-1].shown.role == "assistant":
+            self._views[-1].replace_message(Shown(None, "assistant", "", "streaming"))
+            self._after_change()
+        else:  # the last answer never got a row (it failed before one): a placeholder for it
+            self.add_pending("assistant", "")
+
+    def begin_edit(self, message_id: int, text: str) -> None:
+        """An edited message is sent: it shows its new text at once, what followed it goes (it
+        stays in the store, on the other branch), and the reply's placeholder follows."""
+        index = next((i for i, v in enumerate(self._views) if v.shown.id == message_id), None)
+        if index is None:
+            return
+        self._views[index].replace_message(Shown(None, "user", text, "complete"))
+        self._remove_views_from(index + 1)
+        self.add_pending("assistant", "")
+
+    def begin_continue(self) -> None:
+        """The last reply is being continued: it streams again where it stopped."""
+        if self._views:
+            last = self._views[-1]
+            last.show_message(replace(last.shown, status="streaming", finish_reason=None))
 
     def append_to_last(self, text: str) -> None:
         """Streaming: add `text` to the last message (only that one is ever re-rendered)."""
@@ -112,11 +138,20 @@ class ChatView(QScrollArea):
         for v in self._views:
             v.set_dark(dark)
 
+    def _remove_views_from(self, index: int) -> None:
+        for view in self._views[index:]:
+            self.column.removeWidget(view)
+            view.hide()
+            view.deleteLater()
+        del self._views[index:]
+
     def _add_view(self, shown: Shown) -> None:
         view = MessageView(shown, dark=self._dark)
         view.set_busy(self._busy)
         view.regenerate_clicked.connect(self.regenerate_requested)
         view.edit_submitted.connect(self.edit_requested)
+        view.version_requested.connect(self.version_requested)
+        view.continue_clicked.connect(self.continue_requested)
         self.column.insertWidget(self.column.count() - 1, view)
         self._views.append(view)
 

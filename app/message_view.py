@@ -1,5 +1,6 @@
-"""One message in the chat view: its header (role, status, Copy / Regenerate / Edit) and its
-Markdown body, with in-place editing of the user's own messages.
+"""One message in the chat view: its header (role, status, the model that wrote it, "‹ 2/3 ›" to
+move between its versions, Continue / Edit / Regenerate / Copy) and its Markdown body, with
+in-place editing of the user's own messages.
 
 Split from `chat_view`, which arranges these in a scrolling column and decides when they re-render.
 """
@@ -40,14 +41,35 @@ class Shown:
     content: str
     status: str
     error: Optional[str] = None
+    model: Optional[str] = None
+    """Name of the model that wrote a reply (None: unknown, or a typed message)."""
+    finish_reason: Optional[str] = None
+    completion_tokens: Optional[int] = None
+    """Tokens of the reply's last run: the limit it stopped at when `finish_reason` is "length"."""
+    version: int = 1
+    versions: int = 1
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
-        return cls(m.id, m.role, m.content, m.status, m.error)
+        return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
+                   m.stats.completion_tokens if m.stats else None, m.version, m.versions)
+
+    @property
+    def cut_by_limit(self) -> bool:
+        return self.status == "complete" and self.finish_reason == "length"
+
+    @property
+    def can_continue(self) -> bool:
+        """A finished reply that did not end on its own: cut by the limit, stopped, interrupted."""
+        return (self.role == "assistant" and self.id is not None
+                and (self.cut_by_limit or self.status in ("cancelled", "interrupted")))
 
 
 def status_note(shown: Shown) -> str:
     """The header's note on how a reply ended ("" when it completed or is still streaming)."""
+    if shown.cut_by_limit:
+        limit = f"{shown.completion_tokens:,}-token" if shown.completion_tokens else "token"
+        return f"Stopped at the {limit} limit"
     note = STATUS_NOTES.get(shown.status, "")
     return f"{note}: {shown.error}" if shown.status == "error" and shown.error else note
 
@@ -95,6 +117,10 @@ class MessageView(QFrame):
     regenerate_clicked = Signal()
     edit_submitted = Signal(int, str)
     """(message id, new text)."""
+    version_requested = Signal(int, int)
+    """(message id, step): show the previous (-1) or next (+1) version of this message."""
+    continue_clicked = Signal(int)
+    """(message id): write more of this reply."""
 
     def __init__(self, shown: Shown, *, dark: bool = False, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -117,6 +143,7 @@ class MessageView(QFrame):
         box.setSpacing(2)
         box.addLayout(self.header)
         box.addWidget(self.body)
+        box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
 
     def setup_header(self) -> None:
@@ -126,6 +153,14 @@ class MessageView(QFrame):
         self.role_label.setFont(font)
         self.note_label = QLabel(accessibleName="Reply status")
         self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.model_label = QLabel(accessibleName="Model that wrote this reply")
+        self.model_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        small = self.model_label.font()
+        small.setPointSizeF(small.pointSizeF() * 0.85)
+        self.model_label.setFont(small)
+        self.setup_versions()
+        self.continue_button = _small_button("Continue", "Continue reply", "Write more of this reply")
+        self.continue_button.clicked.connect(self._continue)
         self.copy_button = _small_button("Copy", "Copy message", "Copy this message's text")
         self.copy_button.clicked.connect(self.copy_text)
         self.edit_button = _small_button("Edit", "Edit message", "Edit this message and send it again")
@@ -136,17 +171,32 @@ class MessageView(QFrame):
         self.header.addWidget(self.role_label)
         self.header.addWidget(self.note_label)
         self.header.addStretch(1)
-        for w in (self.edit_button, self.regenerate_button, self.copy_button):
+        for w in (self.previous_button, self.version_label, self.next_button, self.continue_button,
+                  self.edit_button, self.regenerate_button, self.copy_button):
             self.header.addWidget(w)
+
+    def setup_versions(self) -> None:
+        """"‹ 2/3 ›": which version of this message is shown, and buttons to the others."""
+        self.previous_button = _small_button("‹", "Previous version", "Show the previous version")
+        self.previous_button.clicked.connect(lambda: self._step_version(-1))
+        self.next_button = _small_button("›", "Next version", "Show the next version")
+        self.next_button.clicked.connect(lambda: self._step_version(+1))
+        self.version_label = QLabel(accessibleName="Version shown")
+        self.version_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
 
     # -- content -----------------------------------------------------------------------------------
     def show_message(self, shown: Shown) -> None:
         """Show `shown`; does nothing when it is what is shown already (no flicker). A reply still
         streaming keeps the text streamed so far when the store's copy lags behind it."""
-        if shown.status == "streaming" and self.shown.content.startswith(shown.content):
+        same = self.shown.id in (None, shown.id)  # another row (a new version) never inherits text
+        if shown.status == "streaming" and same and self.shown.content.startswith(shown.content):
             shown = replace(shown, content=self.shown.content)
         if shown != self.shown:
             self._apply(shown)
+
+    def replace_message(self, shown: Shown) -> None:
+        """Show `shown` as it is, dropping whatever text this view had (a new version starts)."""
+        self._apply(shown)
 
     def append(self, text: str) -> None:
         """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
@@ -181,6 +231,12 @@ class MessageView(QFrame):
         self.note_label.setText(note if len(note) <= 100 else note[:99] + "…")
         self.note_label.setToolTip(note)
         self.note_label.setVisible(bool(note))
+        model = shown.model if shown.role == "assistant" and shown.model else ""
+        self.model_label.setText(model)
+        self.model_label.setToolTip(f"Written by {model}" if model else "")
+        self.model_label.setVisible(bool(model))
+        self.version_label.setText(f"{shown.version}/{shown.versions}")
+        self.version_label.setToolTip(f"Version {shown.version} of {shown.versions}")
         self._update_buttons()
         self.render_body()
         self.update()  # the background depends on the role
@@ -206,6 +262,13 @@ class MessageView(QFrame):
         self.regenerate_button.setVisible(self.is_last_reply and self.shown.role == "assistant"
                                           and self.shown.id is not None and self.shown.status != "streaming")
         self.regenerate_button.setEnabled(not self.busy)
+        self.continue_button.setVisible(self.is_last_reply and self.shown.can_continue)
+        self.continue_button.setEnabled(not self.busy)
+        several = self.shown.versions > 1 and self.shown.id is not None
+        for w in (self.previous_button, self.version_label, self.next_button):
+            w.setVisible(several)
+        self.previous_button.setEnabled(not self.busy and self.shown.version > 1)
+        self.next_button.setEnabled(not self.busy and self.shown.version < self.shown.versions)
         if self.editor is not None:
             self.editor.send_button.setEnabled(not self.busy)
 
@@ -232,6 +295,14 @@ class MessageView(QFrame):
                 self._copied_timer.start()
         elif url.scheme() in EXTERNAL_SCHEMES:
             QDesktopServices.openUrl(url)
+
+    def _step_version(self, step: int) -> None:
+        if not self.busy and self.shown.id is not None:
+            self.version_requested.emit(self.shown.id, step)
+
+    def _continue(self) -> None:
+        if not self.busy and self.shown.id is not None and self.shown.can_continue:
+            self.continue_clicked.emit(self.shown.id)
 
     def start_edit(self) -> None:
         """Swap the body for an editor holding the raw text, with Send and Cancel."""

@@ -52,9 +52,12 @@ class TextCodec:
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict]) -> str:
-        """The chat template applied to `messages`, ending with the assistant's generation prompt."""
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and "role" in m and "content" in m for m in messages):
+    def render(self, messages: list[dict], continue_final: bool = False) -> str:
+        """The chat template applied to `messages`, ending with the assistant's generation prompt;
+        with `continue_final`, ending inside the last (assistant) message instead, left open so
+        the model writes more of it (a reply cut by the token limit or stopped)."""
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
         for i, m in enumerate(messages):
             if m["role"] not in ROLES:
@@ -63,8 +66,13 @@ class TextCodec:
                 raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
+        if continue_final and messages[-1]["role"] != "assistant":
+            raise InvalidRequestError("only an assistant message can be continued; the last message is "
+                                      f"{messages[-1]['role']!r}")
         try:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=not continue_final,
+                continue_final_message=continue_final)
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
 
 from app.conversations import ConversationManager
 from app.settings import with_overrides
-from app.store import OpenResult, Store, open_store
+from app.store import Message, OpenResult, Store, open_store
 from engine import Chunk, Engine, GenerationStats, SamplingParams, Session
 
 from .route import GuiRoute
@@ -97,7 +97,8 @@ class Send:
         """The new user message; None answers the stored history as it is."""
         self.params = params
         """Sampling for this reply; None: the conversation's own settings over `bridge.params`."""
-        self._prepare: Optional[Callable[[Store], Any]] = None  # store work before the reply
+        self._open: Callable[[ConversationManager, Optional[SamplingParams]], Iterator[Chunk]] = (
+            lambda manager, p: manager.reply(conversation_id, text, p))  # store thread: the reply's chunks
         self._on_chunk: Optional[Callable[[Chunk], Any]] = None
         self._success: Optional[Callable[[Finished], Any]] = None
         self._failure: Optional[Callable[[BaseException], Any]] = None
@@ -109,17 +110,29 @@ class Send:
     @classmethod
     def regenerate(cls, bridge: "Bridge", conversation_id: int,
                    params: Optional[SamplingParams] = None) -> "Send":
-        """A new answer to the last user message: the replies after it are deleted first."""
+        """A new answer to the last user message shown: a new version of the last reply, which is
+        kept (the message then shows "‹ 2/2 ›")."""
         send = cls(bridge, conversation_id, None, params)
-        send._prepare = lambda store: _drop_replies_after_last_user(store, conversation_id)
+        send._open = lambda manager, p: manager.reply(
+            conversation_id, None, p, parent_id=_last_user(manager.store, conversation_id))
         return send
 
     @classmethod
     def edit(cls, bridge: "Bridge", conversation_id: int, message_id: int, text: str,
              params: Optional[SamplingParams] = None) -> "Send":
-        """Edit a user message and answer it again: every message after it is deleted first."""
+        """Send an edited user message and answer it: a new version of that message, beside the
+        old one, which is kept with everything after it (another branch)."""
+        send = cls(bridge, conversation_id, text, params)
+        send._open = lambda manager, p: manager.reply(
+            conversation_id, text, p, parent_id=_editable(manager.store, message_id).parent_id)
+        return send
+
+    @classmethod
+    def continue_reply(cls, bridge: "Bridge", conversation_id: int, message_id: int,
+                       params: Optional[SamplingParams] = None) -> "Send":
+        """Write more of a reply cut by the token limit, stopped or interrupted, in place."""
         send = cls(bridge, conversation_id, None, params)
-        send._prepare = lambda store: _edit_and_truncate(store, message_id, text)
+        send._open = lambda manager, p: manager.continue_reply(conversation_id, message_id, p)
         return send
 
     def on_chunk(self, cb: Callable[[Chunk], Any]) -> "Send":
@@ -266,11 +279,9 @@ class Bridge:
             if send._chunks is None:
                 if self._manager is None:
                     raise EngineNotReadyError("the model is still loading")
-                if send._prepare is not None:
-                    send._prepare(self._store)
                 send._session = self._manager.session_for(send.conversation_id)
                 params = send.params or self._params_for(send.conversation_id)
-                send._chunks = self._manager.reply(send.conversation_id, send.text, params)
+                send._chunks = send._open(self._manager, params)
                 if send._stop.is_set():
                     send._session.cancel()
             chunk = next(send._chunks)
@@ -307,18 +318,18 @@ class Bridge:
             self._store.close()
 
 
-def _drop_replies_after_last_user(store: Store, conversation_id: int) -> None:
+def _last_user(store: Store, conversation_id: int) -> int:
     users = [m for m in store.messages(conversation_id) if m.role == "user"]
     if not users:
         raise ValueError("there is no message to answer again")
-    store.truncate_after(users[-1].id)
+    return users[-1].id
 
 
-def _edit_and_truncate(store: Store, message_id: int, text: str) -> None:
-    if store.get_message(message_id).role != "user":
+def _editable(store: Store, message_id: int) -> Message:
+    message = store.get_message(message_id)
+    if message.role != "user":
         raise ValueError("only your own messages can be edited and sent again")
-    store.edit_message(message_id, text)
-    store.truncate_after(message_id)
+    return message
 
 
 def _call(cb: Optional[Callable[..., Any]], *args: Any) -> None:

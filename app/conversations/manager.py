@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import Iterator, Optional
 
-from app.store import ReplyStats, Store
+from app.store import LEAF, ReplyStats, ReplyWriter, Store
 from engine import Chunk, Engine, SamplingParams, Session
 
 from .errors import AllSessionsBusyError
@@ -122,35 +122,61 @@ class ConversationManager:
         return conversation_id not in self._replying and not session.busy
 
     # -- one reply ---------------------------------------------------------------------------------
-    def reply(self, conversation_id: int, user_text: Optional[str],
-              params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
+    def reply(self, conversation_id: int, user_text: Optional[str], params: Optional[SamplingParams] = None,
+              *, parent_id: Optional[int] = LEAF) -> Iterator[Chunk]:
         """Append the user's message, stream the assistant's reply into the store, and yield each
-        chunk. `user_text=None` answers the conversation as stored, which must end with a user
-        message (regenerate, or edit and resend: the caller trims the history first). The store row ends `complete` (or `cancelled` when the engine cancelled it, or the
-        caller closed this iterator early) with the exact token ids and stats; any error marks it
-        `error` and is re-raised. A full engine with no idle session raises AllSessionsBusyError
-        before anything is stored."""
+        chunk. The user's message follows `parent_id` (default: the end of the shown branch; an
+        earlier message's parent makes it an edited version of that message). `user_text=None`
+        answers the user message `parent_id` (default: the end of the shown branch, which must
+        then be a user message): a regenerated reply, a new version beside the old ones, which
+        are kept. The store row ends `complete` (or `cancelled` when the engine cancelled it, or
+        the caller closed this iterator early) with the exact token ids, stats, finish reason and
+        the model's name; any error marks it `error` and is re-raised. A full engine with no idle
+        session raises AllSessionsBusyError before anything is stored."""
         if user_text is None:
-            _check_ends_with_user(self.store, conversation_id)
+            parent_id = _user_to_answer(self.store, conversation_id, parent_id)
         session = self.session_for(conversation_id)
         if user_text is not None:
-            self.store.append_message(conversation_id, "user", user_text)
+            parent_id = self.store.append_message(conversation_id, "user", user_text, parent_id=parent_id).id
         self._replying.add(conversation_id)
-        writer = self.store.start_reply(conversation_id)
-        token_ids: list[int] = []
+        writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.model.name)
+        messages = chat_messages(self.store, conversation_id)
+        yield from self._stream(conversation_id, session, writer, messages, params, [], False)
+
+    def continue_reply(self, conversation_id: int, message_id: int,
+                       params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
+        """Write more of a reply that was cut by the token limit, stopped or interrupted, into the
+        same row; yields the new chunks. Warm when the session still holds the reply: the engine
+        continues its open turn without re-reading anything. Only the last message shown can be
+        continued (ReplyClosedError otherwise, before any engine work)."""
+        message = self.store.get_message(message_id)
+        if message.conversation_id != conversation_id:
+            raise ValueError(f"message {message_id} is not in conversation {conversation_id}")
+        history = chat_messages(self.store, conversation_id)  # ends with the reply, unless it is empty
+        session = self.session_for(conversation_id)
+        writer = self.store.continue_reply(message_id)
+        self._replying.add(conversation_id)
+        extend = bool(history) and history[-1]["role"] == "assistant"
+        token_ids = list(message.token_ids or ()) if extend else []
+        yield from self._stream(conversation_id, session, writer, history, params, token_ids, extend)
+
+    def _stream(self, conversation_id: int, session: Session, writer: ReplyWriter, messages: list[dict],
+                params: Optional[SamplingParams], token_ids: list[int], extend: bool) -> Iterator[Chunk]:
+        """Run one reply (or the rest of one) into `writer`, finishing the row however it ends."""
         try:
-            messages = chat_messages(self.store, conversation_id)
-            with session.chat(messages, params) as stream:
+            extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
+            with session.chat(messages, params, **extra) as stream:
                 for chunk in stream:
                     token_ids.extend(chunk.token_ids)
                     writer.append(chunk.text)
                     if chunk.finish_reason is not None:
                         status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
-                        writer.finish(status, token_ids=token_ids, stats=_stats(chunk))
+                        writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
+                                      finish_reason=chunk.finish_reason)
                     yield chunk
         except GeneratorExit:  # the caller stopped reading: keep what was said
             if not writer.finished:
-                writer.finish(self._stopped_status(), token_ids=token_ids)
+                writer.finish(self._stopped_status(), token_ids=token_ids, finish_reason="cancelled")
             _wait_until_idle(session)  # so the session can be suspended as soon as this returns
             raise
         except BaseException as e:
@@ -165,11 +191,16 @@ class ConversationManager:
         return "interrupted" if self.closing.is_set() else "cancelled"
 
 
-def _check_ends_with_user(store: Store, conversation_id: int) -> None:
-    """Refuse, before anything is stored or computed, to answer a history with nothing to answer."""
-    history = chat_messages(store, conversation_id)
-    if not history or history[-1]["role"] != "user":
+def _user_to_answer(store: Store, conversation_id: int, parent_id: Optional[int]) -> int:
+    """The user message a regenerated reply answers; refuses, before anything is stored or
+    computed, a history with nothing to answer."""
+    if parent_id is LEAF:
+        branch = store.messages(conversation_id)
+        parent_id = branch[-1].id if branch else None
+    message = store.get_message(parent_id) if parent_id is not None else None
+    if message is None or message.role != "user" or message.conversation_id != conversation_id:
         raise ValueError(f"conversation {conversation_id} does not end with a user message to answer")
+    return message.id
 
 
 def _wait_until_idle(session: Session, timeout_s: float = 10.0) -> None:

@@ -24,7 +24,7 @@ from .records import (FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, Re
                       SearchHit)
 from .schema import SCHEMA_VERSION, schema_version
 from .states import SavedStates
-from .store import Store
+from .store import LEAF, Store
 from .streaming import FLUSH_INTERVAL_S, ReplyWriter
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "FINAL_STATUSES",
     "FLUSH_INTERVAL_S",
     "HOME_ENV",
+    "LEAF",
     "ROLES",
     "SCHEMA_VERSION",
     "STATUSES",

@@ -1,7 +1,9 @@
 """A conversation as JSON (lossless: import(export(c)) exports identically) or as Markdown.
 
-The JSON holds the conversation's settings and every message with its status, exact token ids,
-stats and times; ids and saved states are not exported (ids are the database's, states a cache).
+The JSON holds the conversation's settings and the messages of the branch shown (other versions
+of regenerated or edited messages are not exported) with their status, exact token ids, stats,
+times, and for replies the model that wrote them and why they ended; ids and saved states are not
+exported (ids are the database's, states a cache).
 
     text = export_json(store, conversation_id)
     copy = import_json(store, text)          # a new conversation
@@ -22,6 +24,8 @@ FORMAT_VERSION = 1
 _CONVERSATION_KEYS = ("title", "created_at", "updated_at", "pinned", "model", "system_prompt", "sampling")
 _MESSAGE_KEYS = ("role", "content", "status", "token_ids", "error", "ttft_s", "tok_s", "prompt_tokens",
                  "completion_tokens", "created_at", "updated_at")
+_OPTIONAL_MESSAGE_KEYS = ("model", "finish_reason")
+"""Added later; an older export without them imports with None."""
 _LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
 _STATUS_NOTES = {"streaming": "still being written", "interrupted": "reply interrupted",
                  "cancelled": "reply stopped", "error": "reply failed"}
@@ -54,11 +58,12 @@ def import_json(store: Store, data: str | bytes | dict) -> Conversation:
             {**conversation, "pinned": int(conversation["pinned"]),
              "sampling": sampling_json(conversation["sampling"])})
         conversation_id = table.last_pk
-        store.db["messages"].insert_all(
-            {**m, "conversation_id": conversation_id, "position": i,
-             "status": "interrupted" if m["status"] == "streaming" else m["status"],
-             "token_ids": token_ids_json(m["token_ids"])}
-            for i, m in enumerate(messages))
+        parent_id = None
+        for i, m in enumerate(messages):  # one branch: each message follows the one before
+            parent_id = store.db["messages"].insert(
+                {**m, "conversation_id": conversation_id, "position": i, "parent_id": parent_id,
+                 "chosen": i + 1, "status": "interrupted" if m["status"] == "streaming" else m["status"],
+                 "token_ids": token_ids_json(m["token_ids"])}).last_pk
     return store.get_conversation(conversation_id)
 
 
@@ -82,7 +87,8 @@ def _message_dict(m: Message) -> dict[str, Any]:
     stats = m.stats.columns() if m.stats else dict.fromkeys(("ttft_s", "tok_s", "prompt_tokens", "completion_tokens"))
     return {"role": m.role, "content": m.content, "status": m.status,
             "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
-            **stats, "created_at": m.created_at, "updated_at": m.updated_at}
+            **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
+            "finish_reason": m.finish_reason}
 
 
 def _validated(data: Any) -> tuple[dict, list[dict]]:
@@ -106,6 +112,11 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
     if not isinstance(messages, list):
         raise ImportFormatError("Bad export: 'messages' must be a list.")
     checked = [_fields(m, _MESSAGE_KEYS, f"message {i + 1}") for i, m in enumerate(messages)]
+    for m, given in zip(checked, messages):
+        for key in _OPTIONAL_MESSAGE_KEYS:
+            m[key] = given.get(key)
+            if m[key] is not None and not isinstance(m[key], str):
+                raise ImportFormatError(f"Bad export: message {checked.index(m) + 1}: {key} must be text.")
     for i, m in enumerate(checked):
         for name, allowed in (("role", ROLES), ("status", STATUSES)):
             if m[name] not in allowed:

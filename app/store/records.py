@@ -99,12 +99,12 @@ class Conversation:
 
 @dataclass(frozen=True)
 class Message:
-    """One message of a conversation, in `position` order."""
+    """One message of a conversation; `Store.messages` gives the shown branch, in order."""
 
     id: int
     conversation_id: int
     position: int
-    """0, 1, 2, ... within the conversation."""
+    """Insertion order within the conversation (0, 1, 2, ...); increases along every branch."""
     role: Role
     content: str
     status: Status
@@ -115,16 +115,29 @@ class Message:
     stats: Optional[ReplyStats]
     created_at: float
     updated_at: float
+    parent_id: Optional[int] = None
+    """The message this one follows (None: the first of the conversation); siblings are versions."""
+    model: Optional[str] = None
+    """Display name of the model that wrote this reply (None for typed messages and older replies)."""
+    finish_reason: Optional[str] = None
+    """Why a reply ended, as the engine said ("stop", "length", "cancelled"); "length" means it was
+    cut by the token limit and can be continued. None while streaming and for older replies."""
+    version: int = 1
+    """1-based index among its versions (siblings), in creation order."""
+    versions: int = 1
+    """How many versions this message has (1: never regenerated or edited)."""
 
     @classmethod
-    def from_row(cls, row: dict) -> "Message":
+    def from_row(cls, row: dict, version: int = 1, versions: int = 1) -> "Message":
         stats = ReplyStats(row["ttft_s"], row["tok_s"], row["prompt_tokens"], row["completion_tokens"])
         ids = row["token_ids"]
         return cls(id=row["id"], conversation_id=row["conversation_id"], position=row["position"],
                    role=row["role"], content=row["content"], status=row["status"],
                    token_ids=tuple(json.loads(ids)) if ids is not None else None, error=row["error"],
                    stats=stats if stats != ReplyStats() else None,
-                   created_at=row["created_at"], updated_at=row["updated_at"])
+                   created_at=row["created_at"], updated_at=row["updated_at"],
+                   parent_id=row.get("parent_id"), model=row.get("model"),
+                   finish_reason=row.get("finish_reason"), version=version, versions=versions)
 
 
 @dataclass(frozen=True)

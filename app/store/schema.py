@@ -75,6 +75,24 @@ def message_search(db: Database) -> None:
     db["messages"].enable_fts(["content"], create_triggers=True)
 
 
+@_migration("0003_message_versions")
+def message_versions(db: Database) -> None:
+    """Messages form a tree of versions (branches.py): `parent_id` links each message to the one it
+    follows and `chosen` picks the shown sibling. Existing conversations become one branch, each
+    message the child of the one before it. Replies also record which model wrote them (`model`,
+    its display name) and why they ended (`finish_reason`: the engine's "stop", "length", ...)."""
+    messages = db["messages"]
+    messages.add_column("parent_id", int)
+    messages.add_column("chosen", int, not_null_default=0)
+    messages.add_column("model", str)
+    messages.add_column("finish_reason", str)
+    db.execute("""update messages set parent_id = (
+                      select p.id from messages p
+                      where p.conversation_id = messages.conversation_id and p.position < messages.position
+                      order by p.position desc limit 1)""")
+    messages.create_index(["conversation_id", "parent_id"])
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from sqlite_utils import Database
 from sqlite_utils.db import NotFoundError as RowNotFound
 
-from .errors import NotFoundError
+from . import branches
+from .errors import InvalidValueError, NotFoundError
 from .records import (ROLES, STATUSES, Conversation, Message, ReplyStats, SearchHit, check_choice,
                       check_text, sampling_json, token_ids_json)
 from .states import SavedStates
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from .streaming import ReplyWriter
 
 _UNSET: Any = object()
+LEAF: Any = object()
+"""Default `parent_id`: the last message of the shown branch."""
 
 
 class Store:
@@ -117,35 +120,68 @@ class Store:
 
     def append_message(self, conversation_id: int, role: str, content: str, *, status: str = "complete",
                        token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None,
-                       error: Optional[str] = None) -> Message:
-        """Add a message at the end of a conversation (one transaction) and return it."""
+                       error: Optional[str] = None, parent_id: Optional[int] = LEAF,
+                       model: Optional[str] = None, finish_reason: Optional[str] = None) -> Message:
+        """Add a message (one transaction) and return it. It follows `parent_id` (default: the end
+        of the shown branch; None: a new first message), and is shown: when that parent already
+        has children, it becomes their newest version and the old ones are kept."""
         check_choice("role", role, ROLES)
         check_choice("status", status, STATUSES)
         check_text("content", content)
+        check_text("model", model, optional=True)
         now = self.clock()
         with self.db.atomic():
             self.get_conversation(conversation_id)
+            if parent_id is LEAF:
+                parent_id = branches.leaf_id(self.db, conversation_id)
+            elif parent_id is not None and self.get_message(parent_id).conversation_id != conversation_id:
+                raise InvalidValueError(f"message {parent_id} is not in conversation {conversation_id}")
             position = self.db.execute(
                 "select coalesce(max(position), -1) + 1 from messages where conversation_id = ?",
                 [conversation_id]).fetchone()[0]
             table = self.db["messages"].insert({
                 "conversation_id": conversation_id, "position": position, "role": role,
                 "content": content, "status": status, "token_ids": token_ids_json(token_ids),
-                "error": error, **(stats or ReplyStats()).columns(), "created_at": now, "updated_at": now})
+                "error": error, **(stats or ReplyStats()).columns(), "created_at": now, "updated_at": now,
+                "parent_id": parent_id, "chosen": branches.next_chosen(self.db, conversation_id),
+                "model": model, "finish_reason": finish_reason})
             self._touch_conversation(conversation_id, now)
         return self.get_message(table.last_pk)
 
     def messages(self, conversation_id: int) -> list[Message]:
-        """A conversation's messages in order."""
+        """The conversation's shown branch, in order: what the user sees, the model is sent, and
+        an export holds. Other versions are reached through `versions` / `select_version`."""
         self.get_conversation(conversation_id)
-        rows = self.db["messages"].rows_where("conversation_id = ?", [conversation_id], order_by="position")
-        return [Message.from_row(r) for r in rows]
+        return [Message.from_row(b.row, b.version, b.versions)
+                for b in branches.shown_branch(self.db, conversation_id)]
 
     def get_message(self, message_id: int) -> Message:
         try:
-            return Message.from_row(self.db["messages"].get(message_id))
+            row = self.db["messages"].get(message_id)
         except RowNotFound:
             raise NotFoundError(f"No message {message_id}.") from None
+        ids = [r["id"] for r in branches.siblings(self.db, row)]
+        return Message.from_row(row, ids.index(message_id) + 1, len(ids))
+
+    def versions(self, message_id: int) -> list[Message]:
+        """A message and its other versions (regenerated replies, edited messages), oldest first."""
+        self.get_message(message_id)  # NotFoundError
+        rows = branches.siblings(self.db, self.db["messages"].get(message_id))
+        return [Message.from_row(r, i + 1, len(rows)) for i, r in enumerate(rows)]
+
+    def select_version(self, message_id: int, step: int = 0) -> Message:
+        """Show the version `step` places from `message_id` among its siblings (-1: the previous,
+        +1: the next, 0: this one); the branch below it comes back as it was last shown. Returns
+        the message now shown. Nothing is deleted."""
+        message = self.get_message(message_id)
+        index = message.version - 1 + step
+        if not 0 <= index < message.versions:
+            raise InvalidValueError(f"message {message_id} has {message.versions} versions; "
+                                    f"there is no version {index + 1}")
+        chosen = self.versions(message_id)[index]
+        with self.db.atomic():
+            branches.choose(self.db, chosen.id, message.conversation_id)
+        return self.get_message(chosen.id)
 
     def edit_message(self, message_id: int, content: str) -> Message:
         """Replace a message's text. Its token ids no longer match the text, so they are cleared."""
@@ -158,8 +194,8 @@ class Store:
         return self.get_message(message_id)
 
     def truncate_after(self, message_id: int) -> int:
-        """Delete every message after this one in its conversation ("edit and resend");
-        return how many were deleted. Saved states are left for the caller to check against
+        """Delete every message added after this one in its conversation, on any branch; return
+        how many were deleted. The app never does this (regenerate and edit keep versions). Saved states are left for the caller to check against
         the new prefix (their `prefix_hash`)."""
         message = self.get_message(message_id)
         with self.db.atomic():
@@ -168,12 +204,23 @@ class Store:
             self._touch_conversation(message.conversation_id, self.clock())
         return cursor.rowcount
 
-    def start_reply(self, conversation_id: int, **options: Any) -> "ReplyWriter":
-        """Create an assistant row with status `streaming` and return the writer that fills it.
-        `options` go to `ReplyWriter` (flush_interval, monotonic)."""
+    def start_reply(self, conversation_id: int, *, parent_id: Optional[int] = LEAF, model: Optional[str] = None,
+                    **options: Any) -> "ReplyWriter":
+        """Create an assistant row with status `streaming` after `parent_id` (default: the end of
+        the shown branch; a parent that has a reply already gets a new version of it), recording
+        the `model` that writes it, and return the writer that fills it. `options` go to
+        `ReplyWriter` (flush_interval, monotonic)."""
         from .streaming import ReplyWriter
 
-        return ReplyWriter.start(self, conversation_id, **options)
+        return ReplyWriter.start(self, conversation_id, parent_id=parent_id, model=model, **options)
+
+    def continue_reply(self, message_id: int, **options: Any) -> "ReplyWriter":
+        """Reopen a finished reply (status back to `streaming`) to write more of it in place, and
+        return its writer; its text so far is kept. Only the last message of its branch can be
+        continued. `options` go to `ReplyWriter`."""
+        from .streaming import ReplyWriter
+
+        return ReplyWriter.resume(self, message_id, **options)
 
     def recover_interrupted(self) -> int:
         """Mark rows left `streaming` (by a crash or a kill) as `interrupted`; they are kept and
@@ -189,25 +236,43 @@ class Store:
                snippet_tokens: int = 12) -> list[SearchHit]:
         """Messages whose text matches every word of `query` (each word also as a prefix), best
         first. Any text is accepted: FTS syntax characters are quoted, not interpreted, and a NUL
-        separates words (FTS5 would read it as the end of the query: "unterminated string")."""
+        separates words (FTS5 would read it as the end of the query: "unterminated string"). Only
+        messages on a conversation's shown branch are found (other versions are not shown)."""
         words = query.replace("\x00", " ").split()
         if not words:
             return []
         match = " ".join('"{}"*'.format(w.replace('"', '""')) for w in words)
-        rows = self.db.execute(
+        # Only messages on a shown branch: hidden versions are reached through their message.
+        cursor = self.db.execute(
             """select m.conversation_id, m.id, c.title, m.role,
                       snippet(messages_fts, 0, ?, ?, '…', ?) as snippet
                from messages_fts
                join messages m on m.rowid = messages_fts.rowid
                join conversations c on c.id = m.conversation_id
                where messages_fts match ?
-               order by messages_fts.rank limit ?""",
-            [mark[0], mark[1], snippet_tokens, match, limit]).fetchall()
+               order by messages_fts.rank""",
+            [mark[0], mark[1], snippet_tokens, match])
+        rows = _first_shown(self.db, cursor, limit)
         return [SearchHit(conversation_id=r[0], message_id=r[1], title=r[2], role=r[3], snippet=r[4])
                 for r in rows]
 
     def _touch_conversation(self, conversation_id: int, now: float) -> None:
         self.db.execute("update conversations set updated_at = ? where id = ?", [now, conversation_id])
+
+
+def _first_shown(db: Database, rows: Any, limit: int) -> list[tuple]:
+    """The first `limit` rows (conversation id, message id, ...) whose message is on its
+    conversation's shown branch; reads the cursor only as far as needed."""
+    shown: dict[int, set[int]] = {}
+    found: list[tuple] = []
+    for row in rows:
+        if len(found) >= limit:
+            break
+        if row[0] not in shown:
+            shown[row[0]] = {b.row["id"] for b in branches.shown_branch(db, row[0])}
+        if row[1] in shown[row[0]]:
+            found.append(row)
+    return found
 
 
 def _check_settings(**settings: Any) -> None:

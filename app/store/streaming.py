@@ -53,10 +53,29 @@ class ReplyWriter:
         self.finished = False
 
     @classmethod
-    def start(cls, store: "Store", conversation_id: int, **options: Any) -> "ReplyWriter":
+    def start(cls, store: "Store", conversation_id: int, *, parent_id: Any, model: Optional[str] = None,
+              **options: Any) -> "ReplyWriter":
         """Create the assistant row (status `streaming`, empty text) and a writer for it."""
-        message = store.append_message(conversation_id, "assistant", "", status="streaming")
+        message = store.append_message(conversation_id, "assistant", "", status="streaming",
+                                       parent_id=parent_id, model=model)
         return cls(store, message.id, **options)
+
+    @classmethod
+    def resume(cls, store: "Store", message_id: int, **options: Any) -> "ReplyWriter":
+        """Reopen a finished assistant reply that ends its branch (status back to `streaming`,
+        text kept) and return a writer that appends to it."""
+        message = store.get_message(message_id)
+        branch = store.messages(message.conversation_id)
+        if message.role != "assistant" or message.status == "streaming":
+            raise ReplyClosedError(f"Message {message_id} is not a finished reply; only those can be continued.")
+        if not branch or branch[-1].id != message_id:
+            raise ReplyClosedError(f"Reply {message_id} is not the last message shown; only that one can be continued.")
+        with store.db.atomic():
+            store.db.execute("update messages set status = 'streaming', finish_reason = null, error = null, "
+                             "updated_at = ? where id = ?", [store.clock(), message_id])
+        writer = cls(store, message_id, **options)
+        writer.flushed_chars = len(message.content)
+        return writer
 
     @property
     def pending_chars(self) -> int:
@@ -90,13 +109,16 @@ class ReplyWriter:
         return self.flushed_chars
 
     def finish(self, status: str = "complete", *, token_ids: Optional[Any] = None,
-               stats: Optional[ReplyStats] = None, error: Optional[str] = None) -> Message:
+               stats: Optional[ReplyStats] = None, error: Optional[str] = None,
+               finish_reason: Optional[str] = None) -> Message:
         """Write the remaining text with the final status (complete, interrupted, cancelled or
-        error), the exact token ids and the stats, in one transaction; return the final row."""
+        error), the exact token ids, the stats and the engine's finish reason ("length": cut by
+        the token limit), in one transaction; return the final row."""
         self._check_open()
         check_choice("status", status, FINAL_STATUSES)
+        check_text("finish_reason", finish_reason, optional=True)
         final = {"status": status, "token_ids": token_ids_json(token_ids), "error": error,
-                 **(stats or ReplyStats()).columns()}
+                 "finish_reason": finish_reason, **(stats or ReplyStats()).columns()}
         text = "".join(self._pending)
         self._write(text, final)
         self.flushed_chars += len(text)
@@ -106,7 +128,7 @@ class ReplyWriter:
 
     def cancel(self, *, token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None) -> Message:
         """Finish as `cancelled` (the user stopped it), keeping the text so far."""
-        return self.finish("cancelled", token_ids=token_ids, stats=stats)
+        return self.finish("cancelled", token_ids=token_ids, stats=stats, finish_reason="cancelled")
 
     def fail(self, error: str, *, token_ids: Optional[Any] = None) -> Message:
         """Finish as `error` with a message to show, keeping the text so far."""

@@ -42,7 +42,7 @@ def build(version: int, path: Path) -> None:
             {"id": 2, "title": "Half a reply", "created_at": t + 100, "updated_at": t + 130, "pinned": 1,
              "model": None, "system_prompt": "", "sampling": "{}"},
         ])
-        db["messages"].insert_all([
+        db["messages"].insert_all(_with_versions(version, [
             {"id": 1, "conversation_id": 1, "position": 0, "role": "user", "content": "Where should we eat in Lisbon?",
              "status": "complete", "created_at": t, "updated_at": t},
             {"id": 2, "conversation_id": 1, "position": 1, "role": "assistant",
@@ -53,13 +53,28 @@ def build(version: int, path: Path) -> None:
              "status": "complete", "created_at": t + 100, "updated_at": t + 100},
             {"id": 4, "conversation_id": 2, "position": 1, "role": "assistant", "content": "One, two, thr",
              "status": "streaming", "created_at": t + 101, "updated_at": t + 130},
-        ])
+        ]))
         db["saved_states"].insert({
             "id": 1, "conversation_id": 1, "model_fingerprint": "m-abc", "template_fingerprint": "t-def",
             "token_count": 16, "prefix_hash": "p-123", "path": "c1-0123456789ab.state", "bytes": 4096,
             "created_at": t + 60, "last_used_at": t + 60})
     db.vacuum()
     db.close()
+
+
+def _with_versions(version: int, rows: list[dict]) -> list[dict]:
+    """From 0003_message_versions on, each message follows the one before it and replies name
+    their model."""
+    if version < 3:
+        return rows
+    previous: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        row.update(parent_id=previous.get(row["conversation_id"]), chosen=i + 1)
+        previous[row["conversation_id"]] = row["id"]
+        if row["role"] == "assistant":
+            row.update(model="SmolLM2-135M-Instruct",
+                       finish_reason="stop" if row["status"] == "complete" else None)
+    return rows
 
 
 def main() -> int:

@@ -32,3 +32,21 @@ def test_bundled_reply_stops_at_end_of_turn(make_engine, backend):
         assert chunks[-1].token_ids == (engine.tokenizer.convert_tokens_to_ids("<|im_end|>"),)
         text = "".join(c.text for c in chunks)
         assert text.strip() and "<|im_end|>" not in text
+
+
+def test_continue_final_leaves_the_assistant_turn_open(bundled_folder):
+    codec = TextCodec(bundled_folder)
+    messages = [{"role": "user", "content": "Tell a story."}, {"role": "assistant", "content": "Once upon a"}]
+    text = codec.render(messages, continue_final=True)
+    assert text.endswith("<|im_start|>assistant\nOnce upon a")
+    assert codec.render(messages[:1]).endswith("<|im_start|>assistant\n")
+
+
+def test_continue_final_refuses_a_last_message_that_is_not_a_reply(bundled_folder):
+    import pytest
+
+    from engine.errors import InvalidRequestError
+
+    codec = TextCodec(bundled_folder)
+    with pytest.raises(InvalidRequestError, match="only an assistant message can be continued"):
+        codec.render([{"role": "user", "content": "Hi"}], continue_final=True)

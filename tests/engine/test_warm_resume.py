@@ -50,3 +50,23 @@ def test_diverging_prompt_reuses_the_common_prefix_or_resets(tiny_engine):
         assert s.tokens[:33] == first[:30] + [7, 8, 9]
         _, last = reply(s.generate([9, 9, 9], GREEDY))
         assert last.stats.prefilled_tokens == 3
+
+
+def test_continuing_a_cut_reply_extends_it_warm(make_engine, backend):
+    engine = make_engine("bundled:smollm2-135m-instruct", backend)
+    short = SamplingParams(temperature=0, max_tokens=6)
+    with engine.open_session() as s:
+        messages = [{"role": "user", "content": "What is the capital of France?"}]
+        text, last = reply(s.chat(messages, short))
+        assert last.finish_reason == "length"
+        held = s.tokens
+        more, last2 = reply(s.chat(messages + [{"role": "assistant", "content": text}], short,
+                                   continue_final=True))
+        assert more
+        # The open turn is what the session holds: only the lazily fed last token is prefilled.
+        assert last2.stats.prefilled_tokens == 1
+        assert s.tokens[: len(held)] == held
+        # The same text as one uninterrupted reply of twice the length.
+        with engine.open_session() as fresh:
+            whole, _ = reply(fresh.chat(messages, SamplingParams(temperature=0, max_tokens=12)))
+        assert text + more == whole
