@@ -18,6 +18,7 @@ from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
 from app.composer import Composer
 from app.store import Message
+from engine import Chunk
 
 UNTITLED = "New conversation"
 READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
@@ -45,6 +46,8 @@ class ChatPanel(QWidget):
         self.current_id: Optional[int] = None
         self.streaming: dict[int, str] = {}
         """Text streamed so far, by conversation, for replies still running."""
+        self.reading: dict[int, tuple[int, int]] = {}
+        """(read, to read) of a running reply's long prompt, by conversation, until its first text."""
         self._ready = False
         self._creating = False
         """A first message's conversation is being created; it becomes current when it exists."""
@@ -135,6 +138,8 @@ class ChatPanel(QWidget):
             # The store holds the text flushed so far; show everything streamed until now.
             messages = messages[:-1] + [_with_content(messages[-1], running)]
         self.chat_view.set_messages(conversation_id, messages)
+        if conversation_id in self.reading:
+            self.chat_view.show_prefill(*self.reading[conversation_id])
         self._update_controls()
 
     def _update_controls(self) -> None:
@@ -203,7 +208,7 @@ class ChatPanel(QWidget):
         self.streaming[cid] = ""
         if placeholder:
             self.chat_view.add_pending("assistant", "")
-        (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk.text))
+        (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk))
          .success(self._on_finished)
          .failure(lambda error: self._on_failed(cid, error))
          .run())
@@ -215,8 +220,16 @@ class ChatPanel(QWidget):
         if self.current_id is not None:
             self.bridge.stop(self.current_id)
 
-    def _on_chunk(self, conversation_id: int, text: str) -> None:
+    def _on_chunk(self, conversation_id: int, chunk: Chunk) -> None:
+        if chunk.prefill is not None:  # progress of a long prompt, not text
+            self.reading[conversation_id] = chunk.prefill
+            if conversation_id == self.current_id:
+                self.chat_view.show_prefill(*chunk.prefill)
+            return
+        text = chunk.text
         self.streaming[conversation_id] = self.streaming.get(conversation_id, "") + text
+        if text:
+            self.reading.pop(conversation_id, None)
         if conversation_id == self.current_id and text:
             self.chat_view.append_to_last(text)
 
@@ -230,6 +243,7 @@ class ChatPanel(QWidget):
 
     def _reply_ended(self, conversation_id: int) -> None:
         self.streaming.pop(conversation_id, None)
+        self.reading.pop(conversation_id, None)
         self.replies_changed.emit()
         if conversation_id == self.current_id:
             self.show_conversation(conversation_id, self.title_label.text())  # final text and status

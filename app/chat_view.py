@@ -88,6 +88,11 @@ class ChatView(QScrollArea):
         if self._views:
             self._views[-1].append(text)
 
+    def show_prefill(self, done: int, total: int) -> None:
+        """The pending reply's prompt is being read: `done` of `total` tokens so far."""
+        if self._views:
+            self._views[-1].set_prefill(done, total)
+
     def set_empty_text(self, html: str) -> None:
         """The friendly text shown when there are no messages."""
         self.empty_label.setText(html)

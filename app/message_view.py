@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QPlain
                                QVBoxLayout, QWidget)
 
 from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.prefill_progress import PrefillProgress
 from app.store import Message
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
@@ -114,6 +115,8 @@ class MessageView(QFrame):
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(2)
         box.addLayout(self.header)
+        self.progress = PrefillProgress()
+        box.addWidget(self.progress)
         box.addWidget(self.body)
         self._apply(shown)
 
@@ -146,8 +149,15 @@ class MessageView(QFrame):
         if shown != self.shown:
             self._apply(shown)
 
+    def set_prefill(self, done: int, total: int) -> None:
+        """A streaming reply whose long prompt is still being read shows how far it got."""
+        if self.shown.status == "streaming" and not self.shown.content:
+            self.progress.set_progress(done, total)
+
     def append(self, text: str) -> None:
         """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
+        if text:
+            self.progress.clear()
         self.shown = replace(self.shown, content=self.shown.content + text)
         if not self._render_timer.isActive():
             self._render_timer.start()
@@ -172,6 +182,8 @@ class MessageView(QFrame):
 
     def _apply(self, shown: Shown) -> None:
         self.shown = shown
+        if shown.status != "streaming" or shown.content:
+            self.progress.clear()
         name = ROLE_NAMES.get(shown.role, shown.role)
         self.role_label.setText(name)
         self.body.setAccessibleName(f"{name} message")

@@ -139,7 +139,8 @@ def measure_concurrent(engine: Engine, n: int, tokens: int) -> tuple[float, floa
 
     def drain(i: int) -> None:
         for chunk in streams[i]:
-            arrivals[i].append(time.perf_counter())
+            if chunk.prefill is None:  # prompt progress is not a delivered token
+                arrivals[i].append(time.perf_counter())
         rates[i] = chunk.stats.decode_tok_s
 
     threads = [threading.Thread(target=drain, args=(i,)) for i in range(n)]
