@@ -214,6 +214,13 @@ class ConversationList(QWidget):
             self.list.scrollToItem(item)
             self.list.editItem(item)
 
+    def title_of(self, conversation_id: int) -> Optional[str]:
+        """The title the list holds for `conversation_id` ("" untitled; None when it has none)."""
+        for c in self._conversations:
+            if c.id == conversation_id:
+                return c.title
+        return None
+
     def shown(self) -> list[tuple[int, str]]:
         """(id, title as shown) of every conversation row, top to bottom (headings left out)."""
         rows = (self.list.item(i) for i in range(self.list.count()))

@@ -7,7 +7,7 @@ the GUI thread, so nothing here waits on the engine or on the database. Setup is
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Callable, Literal, Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -50,6 +50,8 @@ class MainWindow(QMainWindow):
         self.hide_on_close = False
         """Closing the window hides it (the tray keeps the app running) instead of quitting."""
         self._pending_deletes: set[int] = set()
+        self.may_close: Callable[[], bool] = lambda: True
+        """Asked before the window closes for real (the app asks about replies still running)."""
         self._model_text = "Loading the bundled model…"
         self.setup_window()
         self.setup_widgets()
@@ -225,8 +227,9 @@ class MainWindow(QMainWindow):
         self._pending_deletes.add(conversation_id)
         if self.chat.current_id == conversation_id:
             self.show_conversation(None)
-        self.bridge.run(lambda store: store.get_conversation(conversation_id).title).success(
-            lambda title: self.undo_bar.show_message(f"Deleted “{title or 'New conversation'}”", conversation_id))
+        title = self.conversation_list.title_of(conversation_id)
+        # Feedback at once: the list knows the title, so no wait behind streaming replies' store work.
+        self.undo_bar.show_message(f"Deleted “{title or 'New conversation'}”", conversation_id)
         self.refresh_conversations()
 
     def _undo_delete(self, conversation_id: int) -> None:
@@ -277,6 +280,9 @@ class MainWindow(QMainWindow):
         if self.hide_on_close:
             event.ignore()
             self.hide()
+            return
+        if not self.may_close():
+            event.ignore()
             return
         self.commit_pending_deletes()
         super().closeEvent(event)
