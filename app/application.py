@@ -21,6 +21,7 @@ from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
 from app.quick_chat import QuickChat
+from app.quit_confirm import ask_quit
 from app.resources import app_icon
 from app.settings import AppSettings, load_settings, sampling_params, save_settings
 from app.settings_dialog import SettingsDialog
@@ -50,7 +51,9 @@ class ConfabApp(QObject):
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
         self._closed = False
+        self._quit_confirmed = False
         self._fall_back = False
+        self.window.may_close = self.may_quit
         self.setup_signals()
         self.apply_settings(self.settings)
         self.bridge.opened.add_done_callback(
@@ -172,8 +175,24 @@ class ConfabApp(QObject):
 
     # -- quitting ----------------------------------------------------------------------------------
     def quit(self) -> None:
+        if not self.may_quit():
+            return
         self.window.hide_on_close = False
         self.qapp.quit()
+
+    def may_quit(self) -> bool:
+        """True when quitting may go on: no reply is being written, the user said so, or they
+        turned the question off. Asked once: closing the window then quitting asks no second time."""
+        replies = len(self.bridge.replying())
+        if self._quit_confirmed or not replies or not self.settings.confirm_quit:
+            return True
+        self.show_window()
+        go, stop_asking = ask_quit(self.window, replies)
+        if stop_asking:
+            self.settings = replace(self.settings, confirm_quit=False)
+            save_settings(self.home, self.settings)
+        self._quit_confirmed = go
+        return go
 
     def shutdown(self) -> None:
         """Stop running replies (stored `interrupted`), suspend sessions, close store and engine."""
