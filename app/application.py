@@ -89,7 +89,8 @@ class ConfabApp(QObject):
         self.loader.load(source, self.config)
 
     def pick_model(self) -> None:
-        dialog = ModelPickerDialog(self.source, self.window)
+        loaded = self.engine.model.name if self.engine is not None else ""
+        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
             self.load(dialog.chosen_source())
 
@@ -113,15 +114,17 @@ class ConfabApp(QObject):
 
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
+        title = f"Could not load {source}"
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
-            self.window.show_error(f"Could not load {source}: {message}. Loading the bundled model instead.")
+            self.window.show_load_error(f"{title}. Loading the bundled model instead.", message)
             self.load(DEFAULT_MODEL)
         elif self.engine is None:
-            self.window.set_state("failed", f"Could not load {source}: {message}")
+            self.window.set_state("failed", f"{title}: {message}")
+            self.window.show_load_error(f"{title}. No model is loaded: choose one in Model ▸ Load model…", message)
             self.quick_chat.set_ready(False, "No model is loaded")
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
-            self.window.show_error(f"Could not load {source}: {message}. Still using {self.engine.model.name}.")
+            self.window.show_load_error(f"{title}. Still using {self.engine.model.name}.", message)
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:

@@ -11,16 +11,20 @@ from typing import Callable, Literal, Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QLabel, QMainWindow, QProgressBar, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from app.bridge import Bridge, Finished
 from app.chat_panel import ChatPanel
 from app.conversation_list import ConversationList
 from app.store import Conversation
 from app.undo_bar import UndoBar
-from app.window_status import StatusFigures
+from app.window_status import StatusFigures, StatusNotices
 
 State = Literal["loading", "ready", "failed"]
+NOTICE_MS = 5000
+"""How long a notice stays (an error: `ERROR_MS`)."""
+ERROR_MS = 15000
 EMPTY_TEXT = (
     "<h2>Welcome to Confab</h2>"
     "<p>Chat with a language model that runs on this computer. Nothing you type leaves it.</p>"
@@ -82,7 +86,7 @@ class MainWindow(QMainWindow):
         self.chat.replies_changed.connect(self._replies_changed)
         self.chat.reply_finished.connect(self._on_finished)
         self.chat.error.connect(self.show_error)
-        self.chat.notice.connect(self.statusBar().showMessage)
+        self.chat.notice.connect(lambda text: self.notices.show(text, NOTICE_MS))
         self.chat.settings_requested.connect(self.conversation_settings_requested)
         # Short names the tests and the self-test use.
         self.composer = self.chat.composer
@@ -139,8 +143,12 @@ class MainWindow(QMainWindow):
         self.stats_label = QLabel("")
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
-        self.figures.setAccessibleName("Sessions and memory")
+        self.figures.setAccessibleName("Conversations in memory and app memory")
         bar = self.statusBar()
+        self.notices = StatusNotices(bar)
+        """Notices beside the figures: elided to fit, the whole text in a tooltip."""
+        self.error_dialog: Optional[QMessageBox] = None
+        """The last failed model load's dialog (the whole message), while open."""
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.stats_label)
         bar.addPermanentWidget(self.figures)
@@ -155,12 +163,13 @@ class MainWindow(QMainWindow):
         """Move the window to `state`; `reason` is shown while the composer is disabled."""
         self.state = state
         self.chat.set_ready(state == "ready", reason)
-        self.statusBar().showMessage(reason, 0 if state != "ready" else 5000)
+        self.notices.show(reason, 0 if state != "ready" else NOTICE_MS)
         if state == "ready":
             self.progress.hide()
 
     def set_model(self, name: str, backend: str, device: str, capacity=None) -> None:
         """Show the loaded model (name, backend, device) and, from then on, its capacity."""
+        self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(f"{name} · {backend}/{device}")
         self.model_label.setToolTip(f"Model: {name}\nBackend: {backend}\nDevice: {device}")
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
@@ -170,11 +179,27 @@ class MainWindow(QMainWindow):
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()
         self.progress.setValue(int(fraction * 100))
-        self.statusBar().showMessage(message)
+        self.notices.show(message)
 
     def show_error(self, error: BaseException | str) -> None:
-        """The standard place for a failure nobody else handled: the status bar, kept until replaced."""
-        self.statusBar().showMessage(f"Error: {error}")
+        """The standard place for a failure nobody else handled: a status notice, elided to fit with
+        the whole message in its tooltip, for `ERROR_MS`."""
+        self.notices.show(f"Error: {error}", ERROR_MS)
+
+    def show_load_error(self, title: str, message: str) -> None:
+        """A model that did not load: a dialog with the whole message (it may be long: a path, the
+        engine's reasons), and a short notice in the status bar."""
+        self.notices.show(title, ERROR_MS)
+        if self.error_dialog is not None:
+            self.error_dialog.close()
+        box = QMessageBox(QMessageBox.Icon.Warning, "Could not load the model", title,
+                          QMessageBox.StandardButton.Ok, self)
+        box.setInformativeText(message)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setAccessibleName("Model load error")
+        box.finished.connect(lambda _result: setattr(self, "error_dialog", None))
+        self.error_dialog = box
+        box.open()  # window-modal, never blocks the GUI thread
 
     # -- conversations -----------------------------------------------------------------------------
     def refresh_conversations(self, select: Optional[int] = None) -> None:
@@ -195,6 +220,8 @@ class MainWindow(QMainWindow):
             self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
 
     def show_conversation(self, conversation_id: Optional[int]) -> None:
+        if self.state == "ready" and conversation_id != self.chat.current_id:
+            self.notices.clear()  # a notice was about the conversation left behind
         self.conversation_list.select(conversation_id)
         self.chat.show_conversation(conversation_id)
 
@@ -273,7 +300,7 @@ class MainWindow(QMainWindow):
         if s is not None:
             self.stats_label.setText(f"{s.decode_tok_s:.1f} tok/s · TTFT {s.ttft_s * 1000:.0f} ms")
         if finished.finish_reason == "cancelled":
-            self.statusBar().showMessage("Stopped", 3000)
+            self.notices.show("Stopped", 3000)
 
     # -- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)
