@@ -49,8 +49,12 @@ class ChatPanel(QWidget):
         self.reading: dict[int, tuple[int, int]] = {}
         """(read, to read) of a running reply's long prompt, by conversation, until its first text."""
         self._ready = False
-        self._creating = False
-        """A first message's conversation is being created; it becomes current when it exists."""
+        self._page = 0
+        """Counts the pages shown (each `show_conversation`), so late answers find the page moved on."""
+        self._creating: Optional[int] = None
+        """The page whose first message's conversation is being created; it becomes current when it
+        exists, unless the user has moved to another page by then (Ctrl+N: that page takes a
+        message at once, and the created conversation goes on in the background)."""
         self.setup_header()
         self.setup_view()
         self.setup_composer()
@@ -117,9 +121,18 @@ class ChatPanel(QWidget):
             self.composer.setFocus()
 
     def show_conversation(self, conversation_id: Optional[int], title: str = "") -> None:
-        """Show a conversation (None: an empty page, where sending starts a new one)."""
+        """Show a conversation (None: an empty page, where sending starts a new one). Another
+        conversation's header and messages appear together once loaded; until then the page is
+        blank, never the old messages under the new header."""
+        switching = conversation_id != self.chat_view.conversation_id
+        if switching or conversation_id is None:
+            self._page += 1  # a new page (a refresh of the same conversation is the same page)
         self.current_id = conversation_id
-        self.title_label.setText(title or UNTITLED)
+        if conversation_id is None or not switching:
+            self.title_label.setText(title or UNTITLED)
+        else:
+            self.chat_view.clear_for(conversation_id)
+            self.title_label.setText("")
         self.settings_button.setEnabled(conversation_id is not None)
         self._update_controls()
         if conversation_id is None:
@@ -132,12 +145,12 @@ class ChatPanel(QWidget):
     def _show_messages(self, conversation_id: int, title: str, messages: list[Message]) -> None:
         if conversation_id != self.current_id:
             return  # the user moved on before the messages arrived
-        self.title_label.setText(title or UNTITLED)
         running = self.streaming.get(conversation_id)
         if running is not None and messages and messages[-1].status == "streaming":
             # The store holds the text flushed so far; show everything streamed until now.
             messages = messages[:-1] + [_with_content(messages[-1], running)]
         self.chat_view.set_messages(conversation_id, messages)
+        self.title_label.setText(title or UNTITLED)  # with its messages, in the same frame
         if conversation_id in self.reading:
             self.chat_view.show_prefill(*self.reading[conversation_id])
         self._update_controls()
@@ -150,14 +163,14 @@ class ChatPanel(QWidget):
     # -- replies -----------------------------------------------------------------------------------
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one, titled by the text, when none)."""
-        if self._creating or (self.current_id is not None and self.current_id in self.bridge.replying()):
+        if self._creating == self._page or (self.current_id is not None and self.current_id in self.bridge.replying()):
             self._give_back(text)
             self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
         if self.current_id is None:
-            self._creating = True
+            page = self._creating = self._page
             self.bridge.run(lambda store: store.create_conversation(title_from(text))).success(
-                lambda c: self._created(c.id, c.title, text)).failure(lambda e: self._create_failed(text, e))
+                lambda c: self._created(c.id, c.title, text, page)).failure(lambda e: self._create_failed(text, e))
             return
         cid = self.current_id
         self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
@@ -171,12 +184,16 @@ class ChatPanel(QWidget):
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
 
     def _create_failed(self, text: str, error: BaseException) -> None:
-        self._creating = False
+        self._creating = None
         self._give_back(text)
         self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
-    def _created(self, conversation_id: int, title: str, text: str) -> None:
-        self._creating = False
+    def _created(self, conversation_id: int, title: str, text: str, page: int) -> None:
+        if self._creating == page:
+            self._creating = None
+        if page != self._page:  # the user moved on (Ctrl+N, another conversation): reply unseen
+            self._start(Send(self.bridge, conversation_id, text), placeholder=False)
+            return
         self.current_id = conversation_id
         self.title_label.setText(title)
         self.settings_button.setEnabled(True)

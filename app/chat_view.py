@@ -77,6 +77,11 @@ class ChatView(QScrollArea):
             self._add_view(s)
         self._after_change()
 
+    def clear_for(self, conversation_id: Optional[int]) -> None:
+        """Empty the page while `conversation_id`'s messages load (no "Start a conversation" text)."""
+        self.set_messages(conversation_id, [])
+        self.empty_label.hide()
+
     def add_pending(self, role: str, text: str) -> None:
         """Append a message the store does not hold yet (the user's text, the reply's placeholder)."""
         self._add_view(Shown(None, role, text, "streaming" if role == "assistant" else "complete"))
