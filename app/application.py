@@ -7,11 +7,12 @@ the UI benchmark.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, QRect
+from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
@@ -28,7 +29,11 @@ from app.settings_dialog import SettingsDialog
 from app.store import data_dir
 from app.theme import apply_theme
 from app.tray import Tray
+from app.window_memory import WindowMemory, load_window_memory, save_window_memory
 from engine import DEFAULT_MODEL, Engine, EngineConfig
+
+log = logging.getLogger(__name__)
+
 
 class ConfabApp(QObject):
     """Owns the bridge, the engine, the window, the tray and the quick chat of one running app."""
@@ -54,6 +59,7 @@ class ConfabApp(QObject):
         self._quit_confirmed = False
         self._fall_back = False
         self.window.may_close = self.may_quit
+        self.restore_window()
         self.setup_signals()
         self.apply_settings(self.settings)
         self.bridge.opened.add_done_callback(
@@ -159,6 +165,23 @@ class ConfabApp(QObject):
         self.window.raise_()
         self.window.activateWindow()
 
+    def restore_window(self) -> None:
+        """Size, place and splitter as they were, and the last open conversation, if it still exists."""
+        memory = load_window_memory(self.home)
+        if memory.geometry is not None:
+            self.window.restoreGeometry(QByteArray(memory.geometry))
+        if memory.splitter is not None:
+            self.window.splitter.restoreState(QByteArray(memory.splitter))
+        last = memory.last_conversation
+        if last is not None:
+            self.bridge.run(lambda store: store.get_conversation(last).id).success(
+                lambda cid: self.window.refresh_conversations(select=cid)).failure(lambda _gone: None)
+
+    def remember_window(self) -> None:
+        save_window_memory(self.home, WindowMemory(
+            bytes(self.window.saveGeometry().data()), bytes(self.window.splitter.saveState().data()),
+            self.window.current_id or self.window.last_open_id))
+
     def show_quick_chat(self, geometry: Optional[QRect] = None) -> None:
         self.quick_chat.show_near(geometry)
 
@@ -203,6 +226,10 @@ class ConfabApp(QObject):
             return
         self._closed = True
         self.window.commit_pending_deletes()
+        try:
+            self.remember_window()
+        except Exception:  # never keep the app from quitting over its window's layout
+            log.warning("could not remember the window's layout", exc_info=True)
         self.quick_chat.hide()
         if self.tray is not None:
             self.tray.hide()

@@ -54,6 +54,8 @@ class MainWindow(QMainWindow):
         self.hide_on_close = False
         """Closing the window hides it (the tray keeps the app running) instead of quitting."""
         self._pending_deletes: set[int] = set()
+        self.last_open_id: Optional[int] = None
+        """The conversation open now, or the last one open before an empty page (restored at start)."""
         self.may_close: Callable[[], bool] = lambda: True
         """Asked before the window closes for real (the app asks about replies still running)."""
         self._model_text = "Loading the bundled model…"
@@ -82,7 +84,7 @@ class MainWindow(QMainWindow):
         self.undo_bar.undo.connect(self._undo_delete)
         self.undo_bar.expired.connect(self._commit_delete)
         self.chat = ChatPanel(self.bridge)
-        self.chat.conversation_created.connect(lambda cid: self.refresh_conversations(select=cid))
+        self.chat.conversation_created.connect(self._created)
         self.chat.replies_changed.connect(self._replies_changed)
         self.chat.reply_finished.connect(self._on_finished)
         self.chat.error.connect(self.show_error)
@@ -99,12 +101,12 @@ class MainWindow(QMainWindow):
         left_box.setContentsMargins(6, 6, 0, 6)
         left_box.addWidget(self.conversation_list, stretch=1)
         left_box.addWidget(self.undo_bar)
-        splitter = QSplitter()
-        splitter.addWidget(left)
-        splitter.addWidget(self.chat)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([260, 780])
-        self.setCentralWidget(splitter)
+        self.splitter = QSplitter()
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(self.chat)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([260, 780])
+        self.setCentralWidget(self.splitter)
 
     def setup_menus(self) -> None:
         bar = self.menuBar()
@@ -219,7 +221,13 @@ class MainWindow(QMainWindow):
         elif self.chat.current_id is None and wanted is None:
             self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
 
+    def _created(self, conversation_id: int) -> None:
+        self.last_open_id = conversation_id
+        self.refresh_conversations(select=conversation_id)
+
     def show_conversation(self, conversation_id: Optional[int]) -> None:
+        if conversation_id is not None:
+            self.last_open_id = conversation_id
         if self.state == "ready" and conversation_id != self.chat.current_id:
             self.notices.clear()  # a notice was about the conversation left behind
         self.conversation_list.select(conversation_id)
@@ -252,6 +260,8 @@ class MainWindow(QMainWindow):
         """Hide it at once and offer Undo; the store deletes it when the offer expires."""
         self.bridge.stop(conversation_id)
         self._pending_deletes.add(conversation_id)
+        if self.last_open_id == conversation_id:
+            self.last_open_id = None
         if self.chat.current_id == conversation_id:
             self.show_conversation(None)
         title = self.conversation_list.title_of(conversation_id)
