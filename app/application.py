@@ -75,7 +75,7 @@ class ConfabApp(QObject):
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._load_failed)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
-        self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations())
+        self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)

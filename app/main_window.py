@@ -204,17 +204,19 @@ class MainWindow(QMainWindow):
         box.open()  # window-modal, never blocks the GUI thread
 
     # -- conversations -----------------------------------------------------------------------------
-    def refresh_conversations(self, select: Optional[int] = None) -> None:
-        """Reload the list from the store, then select `select` (default: keep the current one)."""
+    def refresh_conversations(self, select: Optional[int] = None, *, passive: bool = False) -> None:
+        """Reload the list from the store, then select `select` (default: keep the current one).
+        `passive`: not the user's doing (a reply ended); the list keeps still under the pointer."""
         self.bridge.run(lambda store: store.list_conversations()).success(
-            lambda conversations: self._show_conversations(conversations, select))
+            lambda conversations: self._show_conversations(conversations, select, passive))
 
-    def _show_conversations(self, conversations: list[Conversation], select: Optional[int]) -> None:
+    def _show_conversations(self, conversations: list[Conversation], select: Optional[int],
+                            passive: bool = False) -> None:
         conversations = [c for c in conversations if c.id not in self._pending_deletes]
         wanted = select if select is not None else self.chat.current_id
         if wanted not in {c.id for c in conversations}:
             wanted = None
-        self.conversation_list.set_conversations(conversations, wanted)
+        self.conversation_list.set_conversations(conversations, wanted, passive=passive)
         self.conversation_list.set_generating(set(self.bridge.replying()))
         if select is not None and select != self.chat.current_id:
             self.show_conversation(select)
@@ -303,7 +305,7 @@ class MainWindow(QMainWindow):
 
     def _replies_changed(self) -> None:
         self.conversation_list.set_generating(set(self.bridge.replying()))
-        QTimer.singleShot(0, self.refresh_conversations)  # replies move conversations up the list
+        QTimer.singleShot(0, lambda: self.refresh_conversations(passive=True))  # replies move them up
 
     def _on_finished(self, finished: Finished) -> None:
         s = finished.stats
