@@ -113,7 +113,7 @@ class ConfabApp(QObject):
         if old is not None:
             close_in_background(old)
         name = engine.model.name
-        self.window.set_model(name, engine.backend, engine.device, engine.capacity)
+        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context)
         self.window.set_state("ready", f"{name} is ready")
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.set_ready(True)

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
+from app.context_meter import ContextMeter, used_tokens
 from app.composer import Composer
 from app.store import Message
-from engine import Chunk
+from engine import Chunk, ContextOverflowError
 
 UNTITLED = "New conversation"
 READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
@@ -68,6 +69,7 @@ class ChatPanel(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.15)
         font.setBold(True)
         self.title_label.setFont(font)
+        self.context_meter = ContextMeter()
         self.settings_button = QPushButton("Settings…")
         self.settings_button.setAccessibleName("Conversation settings")
         self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
@@ -81,6 +83,7 @@ class ChatPanel(QWidget):
     def setup_composer(self) -> None:
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
+        self.composer.textChanged.connect(lambda: self.context_meter.set_draft(self.composer.toPlainText()))
         self.composer.stop_requested.connect(self.stop)
         self.send_button = QPushButton("Send")
         self.send_button.setAccessibleName("Send message")
@@ -95,6 +98,7 @@ class ChatPanel(QWidget):
     def setup_layout(self) -> None:
         header = QHBoxLayout()
         header.addWidget(self.title_label, stretch=1)
+        header.addWidget(self.context_meter)
         header.addWidget(self.settings_button)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
@@ -137,6 +141,7 @@ class ChatPanel(QWidget):
         self._update_controls()
         if conversation_id is None:
             self.chat_view.set_messages(None, [])
+            self.context_meter.set_used(0)
             return
         self.bridge.run(lambda store: (store.get_conversation(conversation_id).title,
                                        store.messages(conversation_id))).success(
@@ -151,6 +156,7 @@ class ChatPanel(QWidget):
             messages = messages[:-1] + [_with_content(messages[-1], running)]
         self.chat_view.set_messages(conversation_id, messages)
         self.title_label.setText(title or UNTITLED)  # with its messages, in the same frame
+        self.context_meter.set_used(used_tokens(messages))
         if conversation_id in self.reading:
             self.chat_view.show_prefill(*self.reading[conversation_id])
         self._update_controls()
@@ -256,6 +262,9 @@ class ChatPanel(QWidget):
 
     def _on_failed(self, conversation_id: int, error: BaseException) -> None:
         self._reply_ended(conversation_id)
+        if isinstance(error, ContextOverflowError):  # say what it means and what to do
+            error = RuntimeError(f"This conversation is full ({error}), so the model cannot answer. "
+                                 "Start a new conversation (Ctrl+N) to go on.")
         self.error.emit(error)
 
     def _reply_ended(self, conversation_id: int) -> None:

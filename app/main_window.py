@@ -169,8 +169,10 @@ class MainWindow(QMainWindow):
         if state == "ready":
             self.progress.hide()
 
-    def set_model(self, name: str, backend: str, device: str, capacity=None) -> None:
-        """Show the loaded model (name, backend, device) and, from then on, its capacity."""
+    def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0) -> None:
+        """Show the loaded model (name, backend, device) and, from then on, its capacity and how
+        much of its context (`max_context` tokens) the conversation shown fills."""
+        self.chat.context_meter.set_limit(max_context)
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(f"{name} · {backend}/{device}")
         self.model_label.setToolTip(f"Model: {name}\nBackend: {backend}\nDevice: {device}")
