@@ -49,3 +49,20 @@ def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
     assert last.progress.isHidden()  # the reply's text replaced it
     assert last.shown.content == finished[0].text != ""
     assert window.chat.reading == {}
+
+
+def test_the_quick_chat_says_how_far_it_has_read(qtbot, bridge):
+    from app.quick_chat import QuickChat
+
+    quick = QuickChat(bridge)
+    qtbot.addWidget(quick)
+    quick.set_ready(True)
+    said = []
+    set_text = quick.status_label.setText
+    quick.status_label.setText = lambda text: (said.append(text), set_text(text))
+    quick.input.setText("Please read this whole paragraph about rivers, hills and valleys first")
+    quick.send()
+    qtbot.waitUntil(lambda: not bridge.replying() and bool(quick.reply_text), timeout=REPLY_TIMEOUT)
+    reading = [t for t in said if t.startswith("Reading your message… 8 / ")]
+    assert reading and said.index(reading[0]) < said.index("Answering…")
+    assert "Reading" not in quick.reply_text
