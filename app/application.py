@@ -114,7 +114,7 @@ class ConfabApp(QObject):
             close_in_background(old)
         name = engine.model.name
         self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context)
-        self.window.set_state("ready", f"{name} is ready")
+        self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.set_ready(True)
 
