@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
-from app.context_meter import ContextMeter, used_tokens
+from app.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.composer import Composer
 from app.store import Message
 from engine import Chunk, ContextOverflowError
@@ -173,6 +173,7 @@ class ChatPanel(QWidget):
             self._give_back(text)
             self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
+        self.context_meter.set_used(self.context_meter.used + estimate_tokens(text) + 4)  # until its reply counts
         if self.current_id is None:
             page = self._creating = self._page
             self.bridge.run(lambda store: store.create_conversation(title_from(text))).success(

@@ -73,3 +73,14 @@ def test_the_window_meters_the_conversation_and_explains_an_overflow(qtbot, wind
     qtbot.waitUntil(lambda: bool(errors), timeout=REPLY_TIMEOUT)
     assert "This conversation is full" in str(errors[0]) and "Ctrl+N" in str(errors[0])
     qtbot.waitUntil(lambda: long.strip() in window.chat_view.plain_text(), timeout=5_000)  # kept
+
+
+def test_a_sent_message_counts_at_once(qtbot, window):
+    window.set_model("tiny", "torch", "cpu", max_context=CONTEXT)
+    meter = window.chat.context_meter
+    window.bridge.params = window.bridge.params.__class__(temperature=0, max_tokens=2, ignore_stop=True)
+    qtbot.keyClicks(window.composer, "x" * 70)
+    assert meter.draft == 20 and meter.used == 0
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert meter.used == 24 and meter.draft == 0  # before the reply's own figures replace it
+    qtbot.waitUntil(lambda: not window.bridge.replying(), timeout=REPLY_TIMEOUT)

@@ -66,3 +66,15 @@ def test_the_quick_chat_says_how_far_it_has_read(qtbot, bridge):
     reading = [t for t in said if t.startswith("Reading your message… 8 / ")]
     assert reading and said.index(reading[0]) < said.index("Answering…")
     assert "Reading" not in quick.reply_text
+
+
+def test_stop_while_reading_ends_the_reply_as_stopped(qtbot, window):
+    qtbot.keyClicks(window.composer, "rivers and hills " * 40)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: bool(window.chat.reading), timeout=REPLY_TIMEOUT)
+    with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT) as done:
+        window.chat.stop()
+    assert done.args[0].finish_reason == "cancelled"
+    assert window.chat.reading == {}
+    qtbot.waitUntil(lambda: window.chat_view.message_views()[-1].shown.status == "cancelled", timeout=5_000)
+    assert window.chat_view.message_views()[-1].progress.isHidden()

@@ -29,3 +29,15 @@ def test_short_prompt_and_warm_resume_report_only_what_is_read(make_engine, tiny
         more = list(s.generate(s.tokens + list(range(30, 42)), GREEDY))
     # 12 new tokens plus the last reply token (sampled, never fed): 13 to read, the rest resident
     assert [c.prefill for c in more if c.prefill is not None] == [(8, 13)]
+
+
+def test_cancel_while_reading_a_long_prompt_stops_at_the_next_chunk(make_engine, tiny_models, backend):
+    engine = make_engine(tiny_models["llama"], backend, prefill_chunk=8)
+    with engine.open_session() as s:
+        stream = s.generate(list(range(5, 205)), GREEDY)  # 200 tokens: 25 forwards
+        assert next(stream).prefill == (8, 200)
+        s.cancel()
+        rest = list(stream)
+    assert rest[-1].finish_reason == "cancelled"
+    assert len([c for c in rest if c.prefill is not None]) <= 2  # at most the forwards already under way
+    assert sum(len(c.token_ids) for c in rest) == 0
