@@ -52,6 +52,8 @@ class ChatPanel(QWidget):
         self._ready = False
         self._page = 0
         """Counts the pages shown (each `show_conversation`), so late answers find the page moved on."""
+        self._sent_base = 0
+        """Tokens the meter showed before the last message was sent (see `_meter_from_prefill`)."""
         self._creating: Optional[int] = None
         """The page whose first message's conversation is being created; it becomes current when it
         exists, unless the user has moved to another page by then (Ctrl+N: that page takes a
@@ -173,6 +175,7 @@ class ChatPanel(QWidget):
             self._give_back(text)
             self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
+        self._sent_base = self.context_meter.used
         self.context_meter.set_used(self.context_meter.used + estimate_tokens(text) + 4)  # until its reply counts
         if self.current_id is None:
             page = self._creating = self._page
@@ -248,6 +251,7 @@ class ChatPanel(QWidget):
         if chunk.prefill is not None:  # progress of a long prompt, not text
             self.reading[conversation_id] = chunk.prefill
             if conversation_id == self.current_id:
+                self._meter_from_prefill(chunk.prefill[1])
                 self.chat_view.show_prefill(*chunk.prefill)
             return
         text = chunk.text
@@ -256,6 +260,13 @@ class ChatPanel(QWidget):
             self.reading.pop(conversation_id, None)
         if conversation_id == self.current_id and text:
             self.chat_view.append_to_last(text)
+
+    def _meter_from_prefill(self, to_read: int) -> None:
+        """The engine's count replaces the draft's estimate: `to_read` is the new part on a warm
+        session (add what was there), or the whole prompt when it is read from the text again (it
+        is then at least what was there)."""
+        base = self._sent_base
+        self.context_meter.set_used(to_read if to_read >= base else base + to_read)
 
     def _on_finished(self, finished: Finished) -> None:
         self._reply_ended(finished.conversation_id)

@@ -17,8 +17,9 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from app.store import Message
 
-CHARS_PER_TOKEN = 3.5
-"""Rough characters per token of English text for the draft estimate (errs towards more tokens)."""
+CHARS_PER_TOKEN = 4.0
+"""Rough characters per token of English text for the draft estimate; while a long message is
+read, the engine's own count replaces it."""
 NEARLY_FULL = 0.85
 """Share of the context past which the meter warns that replies will soon be cut short."""
 

@@ -26,7 +26,7 @@ def message(position, role, content, stats=None):
 
 def test_used_tokens_are_the_last_replys_own_counts_plus_what_follows():
     history = [message(0, "user", "Hi"), message(1, "assistant", "Hello!", ReplyStats(0.1, 20.0, 30, 12)),
-               message(2, "user", "x" * 35)]
+               message(2, "user", "x" * 40)]
     assert used_tokens(history[:2]) == 42
     assert used_tokens(history) == 42 + 10 + 4
     assert used_tokens([]) == 0
@@ -79,7 +79,7 @@ def test_a_sent_message_counts_at_once(qtbot, window):
     window.set_model("tiny", "torch", "cpu", max_context=CONTEXT)
     meter = window.chat.context_meter
     window.bridge.params = window.bridge.params.__class__(temperature=0, max_tokens=2, ignore_stop=True)
-    qtbot.keyClicks(window.composer, "x" * 70)
+    qtbot.keyClicks(window.composer, "x" * 80)
     assert meter.draft == 20 and meter.used == 0
     qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     assert meter.used == 24 and meter.draft == 0  # before the reply's own figures replace it

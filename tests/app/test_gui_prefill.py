@@ -27,13 +27,14 @@ def test_progress_text_groups_thousands():
 
 
 def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
-    seen = []
+    seen, meter = [], []
     original = window.chat_view.show_prefill
 
     def record(done, total):
         original(done, total)
         progress = window.chat_view.message_views()[-1].progress
         seen.append((done, total, not progress.isHidden(), progress.label.text(), progress.bar.value()))
+        meter.append(window.chat.context_meter.used)
 
     window.chat_view.show_prefill = record
     finished = []
@@ -44,6 +45,8 @@ def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
     assert seen, "no prefill progress was shown"
     done, total, visible, text, value = seen[0]
     assert visible and done == 8 and total > 8 and text == progress_text(8, total) and value == 8
+    # a new conversation: the context meter takes the engine's count, not the draft's estimate
+    assert meter[0] == total
     last = window.chat_view.message_views()[-1]
     qtbot.waitUntil(lambda: last.shown.status == "complete", timeout=5_000)
     assert last.progress.isHidden()  # the reply's text replaced it
