@@ -153,11 +153,17 @@ class MessageView(QFrame):
         """A streaming reply whose long prompt is still being read shows how far it got."""
         if self.shown.status == "streaming" and not self.shown.content:
             self.progress.set_progress(done, total)
+            self.body.hide()  # the bar says it all; no "…" under it
+
+    def _clear_progress(self) -> None:
+        if not self.progress.isHidden():  # only then was the body hidden for it (not by an editor)
+            self.progress.clear()
+            self.body.show()
 
     def append(self, text: str) -> None:
         """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
         if text:
-            self.progress.clear()
+            self._clear_progress()
         self.shown = replace(self.shown, content=self.shown.content + text)
         if not self._render_timer.isActive():
             self._render_timer.start()
@@ -183,7 +189,7 @@ class MessageView(QFrame):
     def _apply(self, shown: Shown) -> None:
         self.shown = shown
         if shown.status != "streaming" or shown.content:
-            self.progress.clear()
+            self._clear_progress()
         name = ROLE_NAMES.get(shown.role, shown.role)
         self.role_label.setText(name)
         self.body.setAccessibleName(f"{name} message")

@@ -34,6 +34,7 @@ def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
         original(done, total)
         progress = window.chat_view.message_views()[-1].progress
         seen.append((done, total, not progress.isHidden(), progress.label.text(), progress.bar.value()))
+        assert window.chat_view.message_views()[-1].body.isHidden()  # no "…" under the bar
         meter.append(window.chat.context_meter.used)
 
     window.chat_view.show_prefill = record
@@ -49,7 +50,7 @@ def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
     assert meter[0] == total
     last = window.chat_view.message_views()[-1]
     qtbot.waitUntil(lambda: last.shown.status == "complete", timeout=5_000)
-    assert last.progress.isHidden()  # the reply's text replaced it
+    assert last.progress.isHidden() and not last.body.isHidden()  # the reply's text replaced it
     assert last.shown.content == finished[0].text != ""
     assert window.chat.reading == {}
 
