@@ -7,11 +7,12 @@ the UI benchmark.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QObject, QRect
+from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
@@ -25,13 +26,18 @@ from app.model_picker import ModelPickerDialog
 from app.preset_menu import PresetMenu
 from app.qt_messages import install_message_filter
 from app.quick_chat import QuickChat
+from app.quit_confirm import ask_quit
 from app.resources import app_icon
 from app.settings import AppSettings, load_settings, sampling_params, save_settings
 from app.settings_dialog import SettingsDialog
 from app.store import Conversation, data_dir
 from app.theme import apply_theme
 from app.tray import Tray
+from app.window_memory import WindowMemory, load_window_memory, save_window_memory
 from engine import DEFAULT_MODEL, Engine, EngineConfig
+
+log = logging.getLogger(__name__)
+
 
 class ConfabApp(QObject):
     """Owns the bridge, the engine, the window, the tray and the quick chat of one running app."""
@@ -56,7 +62,10 @@ class ConfabApp(QObject):
         self.tray = Tray(self) if use_tray else None
         self.shortcut = GlobalShortcut(self)
         self._closed = False
+        self._quit_confirmed = False
         self._fall_back = False
+        self.window.may_close = self.may_quit
+        self.restore_window()
         self.setup_signals()
         self.setup_presets()
         self.apply_settings(self.settings)
@@ -75,8 +84,8 @@ class ConfabApp(QObject):
         self.loader.failed.connect(self._load_failed)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
         self.shortcut.activated.connect(self.show_quick_chat)
-        self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations())
-        self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations())
+        self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
+        self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations(passive=True))
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
@@ -110,7 +119,8 @@ class ConfabApp(QObject):
         self.loader.load(source, self.config)
 
     def pick_model(self) -> None:
-        dialog = ModelPickerDialog(self.source, self.window)
+        loaded = self.engine.model.name if self.engine is not None else ""
+        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
             self.load(dialog.chosen_source())
 
@@ -127,22 +137,24 @@ class ConfabApp(QObject):
         if old is not None:
             close_in_background(old)
         name = engine.model.name
-        self.window.set_model(name, engine.backend, engine.device, engine.capacity)
-        self.window.set_state("ready", f"{name} is ready")
+        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context)
+        self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
+        title = f"Could not load {source}"
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
-            self.window.show_error(f"Could not load {source}: {message}. Loading the bundled model instead.")
+            self.window.show_load_error(f"{title}. Loading the bundled model instead.", message)
             self.load(DEFAULT_MODEL)
         elif self.engine is None:
-            self.window.set_state("failed", f"Could not load {source}: {message}")
+            self.window.set_state("failed", f"{title}: {message}")
+            self.window.show_load_error(f"{title}. No model is loaded: choose one in Model ▸ Load model…", message)
             self.quick_chat.set_ready(False, "No model is loaded")
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
-            self.window.show_error(f"Could not load {source}: {message}. Still using {self.engine.model.name}.")
+            self.window.show_load_error(f"{title}. Still using {self.engine.model.name}.", message)
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:
@@ -189,6 +201,23 @@ class ConfabApp(QObject):
         self.window.raise_()
         self.window.activateWindow()
 
+    def restore_window(self) -> None:
+        """Size, place and splitter as they were, and the last open conversation, if it still exists."""
+        memory = load_window_memory(self.home)
+        if memory.geometry is not None:
+            self.window.restoreGeometry(QByteArray(memory.geometry))
+        if memory.splitter is not None:
+            self.window.splitter.restoreState(QByteArray(memory.splitter))
+        last = memory.last_conversation
+        if last is not None:
+            self.bridge.run(lambda store: store.get_conversation(last).id).success(
+                lambda cid: self.window.refresh_conversations(select=cid)).failure(lambda _gone: None)
+
+    def remember_window(self) -> None:
+        save_window_memory(self.home, WindowMemory(
+            bytes(self.window.saveGeometry().data()), bytes(self.window.splitter.saveState().data()),
+            self.window.current_id or self.window.last_open_id))
+
     def show_quick_chat(self, geometry: Optional[QRect] = None) -> None:
         self.quick_chat.show_near(geometry)
 
@@ -208,8 +237,24 @@ class ConfabApp(QObject):
 
     # -- quitting ----------------------------------------------------------------------------------
     def quit(self) -> None:
+        if not self.may_quit():
+            return
         self.window.hide_on_close = False
         self.qapp.quit()
+
+    def may_quit(self) -> bool:
+        """True when quitting may go on: no reply is being written, the user said so, or they
+        turned the question off. Asked once: closing the window then quitting asks no second time."""
+        replies = len(self.bridge.replying())
+        if self._quit_confirmed or not replies or not self.settings.confirm_quit:
+            return True
+        self.show_window()
+        go, stop_asking = ask_quit(self.window, replies)
+        if stop_asking:
+            self.settings = replace(self.settings, confirm_quit=False)
+            save_settings(self.home, self.settings)
+        self._quit_confirmed = go
+        return go
 
     def shutdown(self) -> None:
         """Stop running replies (stored `interrupted`), suspend sessions, close store and engine."""
@@ -217,6 +262,10 @@ class ConfabApp(QObject):
             return
         self._closed = True
         self.window.commit_pending_deletes()
+        try:
+            self.remember_window()
+        except Exception:  # never keep the app from quitting over its window's layout
+            log.warning("could not remember the window's layout", exc_info=True)
         self.quick_chat.hide()
         self.shortcut.stop()
         if self.tray is not None:

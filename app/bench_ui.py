@@ -74,7 +74,8 @@ def run(args: argparse.Namespace, home: Path) -> dict:
     real_render = message_view.MessageView.render_body
 
     def post(fn, *fn_args):
-        if fn is bridge_module._call and len(fn_args) == 2 and isinstance(fn_args[1], Chunk):
+        if fn is bridge_module._call and len(fn_args) == 2 and isinstance(fn_args[1], Chunk) \
+                and fn_args[1].prefill is None:  # a long prompt's progress is no reply text
             return real_post(timed, fn, fn_args, time.perf_counter())
         return real_post(fn, *fn_args)
 

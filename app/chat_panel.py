@@ -16,10 +16,12 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
+from app.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.composer import Composer
 from app.conversation_header import SETTINGS_BUTTON_TEXT, PromptBadge, TitleLabel
 from app.markdown_render import plain_title
 from app.store import Message
+from engine import Chunk, ContextOverflowError
 
 UNTITLED = "New conversation"
 READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
@@ -49,11 +51,19 @@ class ChatPanel(QWidget):
         self.current_id: Optional[int] = None
         self.streaming: dict[int, str] = {}
         """Text streamed so far, by conversation, for replies still running."""
+        self.reading: dict[int, tuple[int, int]] = {}
+        """(read, to read) of a running reply's long prompt, by conversation, until its first text."""
         self._ready = False
-        self._creating = False
-        """A first message's conversation is being created; it becomes current when it exists."""
         self.new_settings: tuple[str, dict] = ("", {})
         """(system prompt, sampling) the next conversation created by a first message starts with."""
+        self._page = 0
+        """Counts the pages shown (each `show_conversation`), so late answers find the page moved on."""
+        self._sent_base = 0
+        """Tokens the meter showed before the last message was sent (see `_meter_from_prefill`)."""
+        self._creating: Optional[int] = None
+        """The page whose first message's conversation is being created; it becomes current when it
+        exists, unless the user has moved to another page by then (Ctrl+N: that page takes a
+        message at once, and the created conversation goes on in the background)."""
         self.setup_header()
         self.setup_view()
         self.setup_composer()
@@ -68,6 +78,7 @@ class ChatPanel(QWidget):
         font.setBold(True)
         self.title_label.setFont(font)
         self.prompt_badge = PromptBadge()
+        self.context_meter = ContextMeter()
         self.settings_button = QPushButton(SETTINGS_BUTTON_TEXT)
         self.settings_button.setAccessibleName("Conversation settings")
         self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
@@ -83,6 +94,7 @@ class ChatPanel(QWidget):
     def setup_composer(self) -> None:
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
+        self.composer.textChanged.connect(lambda: self.context_meter.set_draft(self.composer.toPlainText()))
         self.composer.stop_requested.connect(self.stop)
         self.send_button = QPushButton("Send")
         self.send_button.setAccessibleName("Send message")
@@ -98,6 +110,7 @@ class ChatPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.title_label, stretch=1)
         header.addWidget(self.prompt_badge)
+        header.addWidget(self.context_meter)
         header.addWidget(self.settings_button)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
@@ -124,13 +137,23 @@ class ChatPanel(QWidget):
             self.composer.setFocus()
 
     def show_conversation(self, conversation_id: Optional[int], title: str = "") -> None:
-        """Show a conversation (None: an empty page, where sending starts a new one)."""
+        """Show a conversation (None: an empty page, where sending starts a new one). Another
+        conversation's header and messages appear together once loaded; until then the page is
+        blank, never the old messages under the new header."""
+        switching = conversation_id != self.chat_view.conversation_id
+        if switching or conversation_id is None:
+            self._page += 1  # a new page (a refresh of the same conversation is the same page)
         self.current_id = conversation_id
-        self.title_label.setText(title or UNTITLED)
+        if conversation_id is None or not switching:
+            self.title_label.setText(title or UNTITLED)
+        else:
+            self.chat_view.clear_for(conversation_id)
+            self.title_label.setText("")
         self._update_controls()
         if conversation_id is None:
             self.prompt_badge.show_prompt(self.new_settings[0])
             self.chat_view.set_messages(None, [])
+            self.context_meter.set_used(0)
             return
         self.new_settings = ("", {})  # set for a new conversation, left for another one
         self.show_prompt_of(conversation_id)
@@ -141,12 +164,15 @@ class ChatPanel(QWidget):
     def _show_messages(self, conversation_id: int, title: str, messages: list[Message]) -> None:
         if conversation_id != self.current_id:
             return  # the user moved on before the messages arrived
-        self.title_label.setText(title or UNTITLED)
         running = self.streaming.get(conversation_id)
         if running is not None and messages and messages[-1].status == "streaming":
             # The store holds the text flushed so far; show everything streamed until now.
             messages = messages[:-1] + [_with_content(messages[-1], running)]
         self.chat_view.set_messages(conversation_id, messages)
+        self.title_label.setText(title or UNTITLED)  # with its messages, in the same frame
+        self.context_meter.set_used(used_tokens(messages))
+        if conversation_id in self.reading:
+            self.chat_view.show_prefill(*self.reading[conversation_id])
         self._update_controls()
 
     def _update_controls(self) -> None:
@@ -157,16 +183,18 @@ class ChatPanel(QWidget):
     # -- replies -----------------------------------------------------------------------------------
     def send(self, text: str) -> None:
         """Send `text` in the current conversation (a new one, titled by the text, when none)."""
-        if self._creating or (self.current_id is not None and self.current_id in self.bridge.replying()):
+        if self._creating == self._page or (self.current_id is not None and self.current_id in self.bridge.replying()):
             self._give_back(text)
             self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
+        self._sent_base = self.context_meter.used
+        self.context_meter.set_used(self.context_meter.used + estimate_tokens(text) + 4)  # until its reply counts
         if self.current_id is None:
-            self._creating = True
+            page = self._creating = self._page
             settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
             self.bridge.run(lambda store: store.create_conversation(
                 title_from(text), system_prompt=settings[0], sampling=settings[1])).success(
-                lambda c: self._created(c.id, c.title, text)).failure(
+                lambda c: self._created(c.id, c.title, text, page)).failure(
                 lambda e: self._create_failed(text, e, settings))
             return
         cid = self.current_id
@@ -181,14 +209,18 @@ class ChatPanel(QWidget):
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
 
     def _create_failed(self, text: str, error: BaseException, settings: tuple[str, dict]) -> None:
-        self._creating = False
+        self._creating = None
         self._give_back(text)
         if self.current_id is None and self.new_settings == ("", {}):
             self.set_new_settings(*settings)  # kept for the next try, like the text
         self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
-    def _created(self, conversation_id: int, title: str, text: str) -> None:
-        self._creating = False
+    def _created(self, conversation_id: int, title: str, text: str, page: int) -> None:
+        if self._creating == page:
+            self._creating = None
+        if page != self._page:  # the user moved on (Ctrl+N, another conversation): reply unseen
+            self._start(Send(self.bridge, conversation_id, text), placeholder=False)
+            return
         self.current_id = conversation_id
         self.title_label.setText(title)
         self.chat_view.set_messages(conversation_id, [])
@@ -241,7 +273,7 @@ class ChatPanel(QWidget):
         self.streaming[cid] = so_far
         if placeholder:
             self.chat_view.add_pending("assistant", "")
-        (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk.text))
+        (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk))
          .success(self._on_finished)
          .failure(lambda error: self._on_failed(cid, error))
          .run())
@@ -253,10 +285,26 @@ class ChatPanel(QWidget):
         if self.current_id is not None:
             self.bridge.stop(self.current_id)
 
-    def _on_chunk(self, conversation_id: int, text: str) -> None:
+    def _on_chunk(self, conversation_id: int, chunk: Chunk) -> None:
+        if chunk.prefill is not None:  # progress of a long prompt, not text
+            self.reading[conversation_id] = chunk.prefill
+            if conversation_id == self.current_id:
+                self._meter_from_prefill(chunk.prefill[1])
+                self.chat_view.show_prefill(*chunk.prefill)
+            return
+        text = chunk.text
         self.streaming[conversation_id] = self.streaming.get(conversation_id, "") + text
+        if text:
+            self.reading.pop(conversation_id, None)
         if conversation_id == self.current_id and text:
             self.chat_view.append_to_last(text)
+
+    def _meter_from_prefill(self, to_read: int) -> None:
+        """The engine's count replaces the draft's estimate: `to_read` is the new part on a warm
+        session (add what was there), or the whole prompt when it is read from the text again (it
+        is then at least what was there)."""
+        base = self._sent_base
+        self.context_meter.set_used(to_read if to_read >= base else base + to_read)
 
     def _on_finished(self, finished: Finished) -> None:
         self._reply_ended(finished.conversation_id)
@@ -264,10 +312,14 @@ class ChatPanel(QWidget):
 
     def _on_failed(self, conversation_id: int, error: BaseException) -> None:
         self._reply_ended(conversation_id)
+        if isinstance(error, ContextOverflowError):  # say what it means and what to do
+            error = RuntimeError(f"This conversation is full ({error}), so the model cannot answer. "
+                                 "Start a new conversation (Ctrl+N) to go on.")
         self.error.emit(error)
 
     def _reply_ended(self, conversation_id: int) -> None:
         self.streaming.pop(conversation_id, None)
+        self.reading.pop(conversation_id, None)
         self.replies_changed.emit()
         if conversation_id == self.current_id:
             self.show_conversation(conversation_id, self.title_label.text())  # final text and status

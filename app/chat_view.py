@@ -78,6 +78,11 @@ class ChatView(QScrollArea):
             self._add_view(s)
         self._after_change()
 
+    def clear_for(self, conversation_id: Optional[int]) -> None:
+        """Empty the page while `conversation_id`'s messages load (no "Start a conversation" text)."""
+        self.set_messages(conversation_id, [])
+        self.empty_label.hide()
+
     def add_pending(self, role: str, text: str) -> None:
         """Append a message the store does not hold yet (the user's text, the reply's placeholder)."""
         self._add_view(Shown(None, role, text, "streaming" if role == "assistant" else "complete"))
@@ -113,6 +118,11 @@ class ChatView(QScrollArea):
         """Streaming: add `text` to the last message (only that one is ever re-rendered)."""
         if self._views:
             self._views[-1].append(text)
+
+    def show_prefill(self, done: int, total: int) -> None:
+        """The pending reply's prompt is being read: `done` of `total` tokens so far."""
+        if self._views:
+            self._views[-1].set_prefill(done, total)
 
     def set_empty_text(self, html: str) -> None:
         """The friendly text shown when there are no messages."""

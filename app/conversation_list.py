@@ -78,6 +78,10 @@ class ConversationList(QWidget):
         """> 0 while the list changes selection itself (no `selected`)."""
         self._last_query = ""
         """The query last sent through `search_requested` ("" when none is active)."""
+        self._hovered = False
+        self._menu_open = False
+        self._deferred = False
+        """A passive update arrived while the user was pointing at the list: rebuild when they leave."""
         self.setup_search()
         self.setup_list()
         self.setup_layout()
@@ -106,6 +110,7 @@ class ConversationList(QWidget):
     def setup_list(self) -> None:
         self.list = QListWidget(self)
         self.list.installEventFilter(self)
+        self.list.viewport().installEventFilter(self)
         self.list.setAccessibleName("Conversations")
         self.list.setItemDelegate(ConversationDelegate(self))
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -128,13 +133,19 @@ class ConversationList(QWidget):
 
     # -- public API --------------------------------------------------------------------------------
     def set_conversations(self, conversations: list[Conversation], current: Optional[int],
-                          now: Optional[float] = None) -> None:
+                          now: Optional[float] = None, *, passive: bool = False) -> None:
         """Show `conversations` grouped by day with `current` selected; keeps the scroll position.
-        While a search is active the new records are kept and shown once it is cleared."""
+        While a search is active the new records are kept and shown once it is cleared.
+        `passive`: the update comes from no action of the user (a reply finished); while the pointer
+        is on the list or its menu is open the rows stay put (a click must land on the row it was
+        aimed at), and the list is rebuilt when the pointer leaves or the menu closes."""
         self._conversations = list(conversations)
         self._pinned = {c.id: c.pinned for c in conversations}
         self._current = current if current in self._pinned else None
         self._now = now
+        if passive and (self._hovered or self._menu_open):
+            self._deferred = True
+            return
         if not self.searching():
             self._rebuild_groups()
 
@@ -215,6 +226,13 @@ class ConversationList(QWidget):
             self.list.scrollToItem(item)
             self.list.editItem(item)
 
+    def title_of(self, conversation_id: int) -> Optional[str]:
+        """The title the list holds for `conversation_id` ("" untitled; None when it has none)."""
+        for c in self._conversations:
+            if c.id == conversation_id:
+                return c.title
+        return None
+
     def shown(self) -> list[tuple[int, str]]:
         """(id, title as shown) of every conversation row, top to bottom (headings left out)."""
         rows = (self.list.item(i) for i in range(self.list.count()))
@@ -227,6 +245,7 @@ class ConversationList(QWidget):
 
     # -- building ----------------------------------------------------------------------------------
     def _rebuild_groups(self) -> None:
+        self._deferred = False
         now = self._now if self._now is not None else time.time()
         rank = {name: i for i, name in enumerate(GROUPS)}
         grouped = sorted(((date_group(c.updated_at, now, c.pinned), c) for c in self._conversations),
@@ -307,8 +326,13 @@ class ConversationList(QWidget):
         cid = self.item_id(self.list.itemAt(pos) or self.list.currentItem())
         if cid is not None:
             menu = self.context_menu(cid)
-            menu.exec(self.list.viewport().mapToGlobal(pos))
+            self._menu_open = True
+            try:
+                menu.exec(self.list.viewport().mapToGlobal(pos))
+            finally:
+                self._menu_open = False
             menu.deleteLater()
+            self._catch_up()
 
     def context_menu(self, conversation_id: int) -> QMenu:
         """Rename…, Pin/Unpin and Delete for one conversation (the item's right-click menu)."""
@@ -338,9 +362,19 @@ class ConversationList(QWidget):
             self._last_query = query
             self.search_requested.emit(query)
 
+    def _catch_up(self) -> None:
+        """Show a deferred passive update now that the user is no longer pointing at the list."""
+        if self._deferred and not (self._hovered or self._menu_open) and not self.searching():
+            self._rebuild_groups()
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         """In the list, F2 renames and Delete deletes. In the search field, Esc clears the search
-        (before any window-wide Esc shortcut)."""
+        (before any window-wide Esc shortcut). The pointer entering or leaving the rows holds or
+        releases passive updates."""
+        if watched is self.list.viewport() and event.type() in (QEvent.Type.Enter, QEvent.Type.Leave):
+            self._hovered = event.type() == QEvent.Type.Enter
+            if not self._hovered:
+                self._catch_up()
         cid = self.item_id(self.list.currentItem())
         if watched is self.list and event.type() == QEvent.Type.KeyPress and cid is not None:
             if event.key() == Qt.Key.Key_F2:

@@ -7,11 +7,12 @@ the GUI thread, so nothing here waits on the engine or on the database. Setup is
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Callable, Literal, Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QLabel, QMainWindow, QProgressBar, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
+                               QWidget)
 
 from app.bridge import Bridge, Finished
 from app.chat_panel import ChatPanel
@@ -19,9 +20,12 @@ from app.conversation_files import ConversationFiles
 from app.conversation_list import ConversationList
 from app.store import Conversation
 from app.undo_bar import UndoBar
-from app.window_status import StatusFigures
+from app.window_status import StatusFigures, StatusNotices
 
 State = Literal["loading", "ready", "failed"]
+NOTICE_MS = 5000
+"""How long a notice stays (an error: `ERROR_MS`)."""
+ERROR_MS = 15000
 EMPTY_TEXT = (
     "<h2>Welcome to Confab</h2>"
     "<p>Chat with a language model that runs on this computer. Nothing you type leaves it.</p>"
@@ -51,6 +55,10 @@ class MainWindow(QMainWindow):
         self.hide_on_close = False
         """Closing the window hides it (the tray keeps the app running) instead of quitting."""
         self._pending_deletes: set[int] = set()
+        self.last_open_id: Optional[int] = None
+        """The conversation open now, or the last one open before an empty page (restored at start)."""
+        self.may_close: Callable[[], bool] = lambda: True
+        """Asked before the window closes for real (the app asks about replies still running)."""
         self._model_text = "Loading the bundled model…"
         self.setup_window()
         self.setup_widgets()
@@ -77,11 +85,11 @@ class MainWindow(QMainWindow):
         self.undo_bar.undo.connect(self._undo_delete)
         self.undo_bar.expired.connect(self._commit_delete)
         self.chat = ChatPanel(self.bridge)
-        self.chat.conversation_created.connect(lambda cid: self.refresh_conversations(select=cid))
+        self.chat.conversation_created.connect(self._created)
         self.chat.replies_changed.connect(self._replies_changed)
         self.chat.reply_finished.connect(self._on_finished)
         self.chat.error.connect(self.show_error)
-        self.chat.notice.connect(self.statusBar().showMessage)
+        self.chat.notice.connect(lambda text: self.notices.show(text, NOTICE_MS))
         self.chat.settings_requested.connect(self.conversation_settings_requested)
         # Short names the tests and the self-test use.
         self.composer = self.chat.composer
@@ -94,12 +102,12 @@ class MainWindow(QMainWindow):
         left_box.setContentsMargins(6, 6, 0, 6)
         left_box.addWidget(self.conversation_list, stretch=1)
         left_box.addWidget(self.undo_bar)
-        splitter = QSplitter()
-        splitter.addWidget(left)
-        splitter.addWidget(self.chat)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([260, 780])
-        self.setCentralWidget(splitter)
+        self.splitter = QSplitter()
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(self.chat)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([260, 780])
+        self.setCentralWidget(self.splitter)
 
     def setup_menus(self) -> None:
         bar = self.menuBar()
@@ -149,8 +157,12 @@ class MainWindow(QMainWindow):
         self.stats_label = QLabel("")
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
-        self.figures.setAccessibleName("Sessions and memory")
+        self.figures.setAccessibleName("Conversations in memory and app memory")
         bar = self.statusBar()
+        self.notices = StatusNotices(bar)
+        """Notices beside the figures: elided to fit, the whole text in a tooltip."""
+        self.error_dialog: Optional[QMessageBox] = None
+        """The last failed model load's dialog (the whole message), while open."""
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.stats_label)
         bar.addPermanentWidget(self.figures)
@@ -165,12 +177,15 @@ class MainWindow(QMainWindow):
         """Move the window to `state`; `reason` is shown while the composer is disabled."""
         self.state = state
         self.chat.set_ready(state == "ready", reason)
-        self.statusBar().showMessage(reason, 0 if state != "ready" else 5000)
+        self.notices.show(reason, 0 if state != "ready" else NOTICE_MS)
         if state == "ready":
             self.progress.hide()
 
-    def set_model(self, name: str, backend: str, device: str, capacity=None) -> None:
-        """Show the loaded model (name, backend, device) and, from then on, its capacity."""
+    def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0) -> None:
+        """Show the loaded model (name, backend, device) and, from then on, its capacity and how
+        much of its context (`max_context` tokens) the conversation shown fills."""
+        self.chat.context_meter.set_limit(max_context)
+        self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(f"{name} · {backend}/{device}")
         self.model_label.setToolTip(f"Model: {name}\nBackend: {backend}\nDevice: {device}")
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
@@ -180,31 +195,57 @@ class MainWindow(QMainWindow):
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()
         self.progress.setValue(int(fraction * 100))
-        self.statusBar().showMessage(message)
+        self.notices.show(message)
 
     def show_error(self, error: BaseException | str) -> None:
-        """The standard place for a failure nobody else handled: the status bar, kept until replaced."""
-        self.statusBar().showMessage(f"Error: {error}")
+        """The standard place for a failure nobody else handled: a status notice, elided to fit with
+        the whole message in its tooltip, for `ERROR_MS`."""
+        self.notices.show(f"Error: {error}", ERROR_MS)
+
+    def show_load_error(self, title: str, message: str) -> None:
+        """A model that did not load: a dialog with the whole message (it may be long: a path, the
+        engine's reasons), and a short notice in the status bar."""
+        self.notices.show(title, ERROR_MS)
+        if self.error_dialog is not None:
+            self.error_dialog.close()
+        box = QMessageBox(QMessageBox.Icon.Warning, "Could not load the model", title,
+                          QMessageBox.StandardButton.Ok, self)
+        box.setInformativeText(message)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setAccessibleName("Model load error")
+        box.finished.connect(lambda _result: setattr(self, "error_dialog", None))
+        self.error_dialog = box
+        box.open()  # window-modal, never blocks the GUI thread
 
     # -- conversations -----------------------------------------------------------------------------
-    def refresh_conversations(self, select: Optional[int] = None) -> None:
-        """Reload the list from the store, then select `select` (default: keep the current one)."""
+    def refresh_conversations(self, select: Optional[int] = None, *, passive: bool = False) -> None:
+        """Reload the list from the store, then select `select` (default: keep the current one).
+        `passive`: not the user's doing (a reply ended); the list keeps still under the pointer."""
         self.bridge.run(lambda store: store.list_conversations()).success(
-            lambda conversations: self._show_conversations(conversations, select))
+            lambda conversations: self._show_conversations(conversations, select, passive))
 
-    def _show_conversations(self, conversations: list[Conversation], select: Optional[int]) -> None:
+    def _show_conversations(self, conversations: list[Conversation], select: Optional[int],
+                            passive: bool = False) -> None:
         conversations = [c for c in conversations if c.id not in self._pending_deletes]
         wanted = select if select is not None else self.chat.current_id
         if wanted not in {c.id for c in conversations}:
             wanted = None
-        self.conversation_list.set_conversations(conversations, wanted)
+        self.conversation_list.set_conversations(conversations, wanted, passive=passive)
         self.conversation_list.set_generating(set(self.bridge.replying()))
         if select is not None and select != self.chat.current_id:
             self.show_conversation(select)
         elif self.chat.current_id is None and wanted is None:
             self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
 
+    def _created(self, conversation_id: int) -> None:
+        self.last_open_id = conversation_id
+        self.refresh_conversations(select=conversation_id)
+
     def show_conversation(self, conversation_id: Optional[int]) -> None:
+        if conversation_id is not None:
+            self.last_open_id = conversation_id
+        if self.state == "ready" and conversation_id != self.chat.current_id:
+            self.notices.clear()  # a notice was about the conversation left behind
         self.conversation_list.select(conversation_id)
         self.chat.show_conversation(conversation_id)
 
@@ -235,10 +276,13 @@ class MainWindow(QMainWindow):
         """Hide it at once and offer Undo; the store deletes it when the offer expires."""
         self.bridge.stop(conversation_id)
         self._pending_deletes.add(conversation_id)
+        if self.last_open_id == conversation_id:
+            self.last_open_id = None
         if self.chat.current_id == conversation_id:
             self.show_conversation(None)
-        self.bridge.run(lambda store: store.get_conversation(conversation_id).title).success(
-            lambda title: self.undo_bar.show_message(f"Deleted “{title or 'New conversation'}”", conversation_id))
+        title = self.conversation_list.title_of(conversation_id)
+        # Feedback at once: the list knows the title, so no wait behind streaming replies' store work.
+        self.undo_bar.show_message(f"Deleted “{title or 'New conversation'}”", conversation_id)
         self.refresh_conversations()
 
     def _undo_delete(self, conversation_id: int) -> None:
@@ -274,20 +318,23 @@ class MainWindow(QMainWindow):
 
     def _replies_changed(self) -> None:
         self.conversation_list.set_generating(set(self.bridge.replying()))
-        QTimer.singleShot(0, self.refresh_conversations)  # replies move conversations up the list
+        QTimer.singleShot(0, lambda: self.refresh_conversations(passive=True))  # replies move them up
 
     def _on_finished(self, finished: Finished) -> None:
         s = finished.stats
         if s is not None:
             self.stats_label.setText(f"{s.decode_tok_s:.1f} tok/s · TTFT {s.ttft_s * 1000:.0f} ms")
         if finished.finish_reason == "cancelled":
-            self.statusBar().showMessage("Stopped", 3000)
+            self.notices.show("Stopped", 3000)
 
     # -- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)
         if self.hide_on_close:
             event.ignore()
             self.hide()
+            return
+        if not self.may_close():
+            event.ignore()
             return
         self.commit_pending_deletes()
         super().closeEvent(event)

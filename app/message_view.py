@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QPlain
                                QVBoxLayout, QWidget)
 
 from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.prefill_progress import PrefillProgress
 from app.store import Message
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
@@ -142,6 +143,8 @@ class MessageView(QFrame):
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(2)
         box.addLayout(self.header)
+        self.progress = PrefillProgress()
+        box.addWidget(self.progress)
         box.addWidget(self.body)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
@@ -197,9 +200,21 @@ class MessageView(QFrame):
     def replace_message(self, shown: Shown) -> None:
         """Show `shown` as it is, dropping whatever text this view had (a new version starts)."""
         self._apply(shown)
+    def set_prefill(self, done: int, total: int) -> None:
+        """A streaming reply whose long prompt is still being read shows how far it got."""
+        if self.shown.status == "streaming" and not self.shown.content:
+            self.progress.set_progress(done, total)
+            self.body.hide()  # the bar says it all; no "…" under it
+
+    def _clear_progress(self) -> None:
+        if not self.progress.isHidden():  # only then was the body hidden for it (not by an editor)
+            self.progress.clear()
+            self.body.show()
 
     def append(self, text: str) -> None:
         """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
+        if text:
+            self._clear_progress()
         self.shown = replace(self.shown, content=self.shown.content + text)
         if not self._render_timer.isActive():
             self._render_timer.start()
@@ -224,6 +239,8 @@ class MessageView(QFrame):
 
     def _apply(self, shown: Shown) -> None:
         self.shown = shown
+        if shown.status != "streaming" or shown.content:
+            self._clear_progress()
         name = ROLE_NAMES.get(shown.role, shown.role)
         self.role_label.setText(name)
         self.body.setAccessibleName(f"{name} message")

@@ -60,7 +60,7 @@ class ModelPickerDialog(QDialog):
     """A list of models with a memory estimate for the selected one; `chosen_source()` on accept."""
 
     def __init__(self, current: str, parent: Optional[QWidget] = None, *, max_context: int = 4096,
-                 extra_dirs: Iterable[Path | str] = ()) -> None:
+                 extra_dirs: Iterable[Path | str] = (), loaded_name: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Load model")
         self.setAccessibleName("Load model")
@@ -69,6 +69,8 @@ class ModelPickerDialog(QDialog):
         self._estimates: dict[str, Outcome] = {}
         self._estimating: Optional[str] = None
         self._current = current or DEFAULT_MODEL
+        self._loaded_name = loaded_name
+        """The loaded model's name as the window shows it ("" when none is loaded): its entry is marked."""
 
         layout = QVBoxLayout(self)
         intro = QLabel("Models found on this computer. Pick one, or browse to a model folder or .gguf file.")
@@ -86,7 +88,7 @@ class ModelPickerDialog(QDialog):
         for column in (1, 2):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.models.currentItemChanged.connect(lambda item, _old: self._selected(item))
-        self.models.itemDoubleClicked.connect(lambda _item, _column: self.accept())
+        self.models.itemDoubleClicked.connect(lambda _item, _column: self._accept_if_loadable())
         layout.addWidget(self.models, 1)
         self.status = named(QLabel("Looking for models…"), "Search status")
         layout.addWidget(self.status)
@@ -120,6 +122,7 @@ class ModelPickerDialog(QDialog):
         self._add(DEFAULT_MODEL, "SmolLM2 135M Instruct (ready to use)", "Bundled")
         if self._current != DEFAULT_MODEL:
             self._add(self._current, Path(self._current).name or self._current, "Current model")
+        self._mark_loaded()
         self._select(self._current)
         run_in_thread(self._route, lambda: find_models(extra_dirs), self._found)
 
@@ -135,6 +138,22 @@ class ModelPickerDialog(QDialog):
         else:
             self.models.insertTopLevelItem(row, item)
         return item
+
+    def _mark_loaded(self) -> None:
+        """Show the loaded model under the name the window uses, in bold, "(loaded)"."""
+        item = self._find(self._current)
+        if item is None or not self._loaded_name:
+            return
+        item.setText(0, f"{self._loaded_name} (loaded)")
+        item.setText(1, "Loaded now")
+        font = item.font(0)
+        font.setBold(True)
+        item.setFont(0, font)
+
+    def loaded_row(self) -> Optional[int]:
+        """Row of the entry marked as loaded (None when no model is loaded)."""
+        item = self._find(self._current)
+        return self.models.indexOfTopLevelItem(item) if item is not None and self._loaded_name else None
 
     def item(self, row: int) -> Optional[QTreeWidgetItem]:
         """The entry at `row` (0 is the bundled model)."""
@@ -197,7 +216,7 @@ class ModelPickerDialog(QDialog):
             self.estimate.setText("")
             return
         source = item.data(0, SOURCE_ROLE)
-        if source in self._estimates:
+        if source in self._estimates:  # a known failure keeps Load disabled (see _show)
             self._show(self._estimates[source])
             return
         self.estimate.setText("Estimating memory…")
@@ -219,10 +238,18 @@ class ModelPickerDialog(QDialog):
             self._start_estimate(wanted)  # a stale result: estimate what is selected now
 
     def _show(self, outcome: Outcome) -> None:
-        if isinstance(outcome, MemoryEstimate):
+        """The selected entry's estimate; one that cannot be read cannot be loaded: Load is off."""
+        loadable = isinstance(outcome, MemoryEstimate)
+        self.load_button.setEnabled(loadable)
+        self.load_button.setToolTip("" if loadable else "This model cannot be loaded (see why above)")
+        if loadable:
             self.estimate.setText(estimate_text(outcome))
         else:
             self.estimate.setText(f"Cannot load this model: {outcome}")
+
+    def _accept_if_loadable(self) -> None:
+        if self.load_button.isEnabled():
+            self.accept()
 
     def chosen_source(self) -> str:
         """Source string of the selected entry ("" when none is selected)."""

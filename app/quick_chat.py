@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QLineE
 
 from app.bridge import Bridge, Finished, Send
 from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.prefill_progress import progress_text
 from app.store import Conversation, Store
 from engine import Chunk
 
@@ -225,6 +226,9 @@ class QuickChat(QWidget):
         self.conversation_started.emit(conversation_id)
 
     def _on_chunk(self, chunk: Chunk) -> None:
+        if chunk.prefill is not None:  # a long message is being read: say how far, not "Answering…"
+            self.status_label.setText(progress_text(*chunk.prefill))
+            return
         self.reply_text += chunk.text
         self.status_label.setText("Answering…")
         self._render()

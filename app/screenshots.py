@@ -1,7 +1,7 @@
 """`python -m app.screenshots [OUT]`: pictures of Confab for the README, from a sample data folder.
 
 Run it under a virtual display (`docs/screenshots.sh` starts Xvfb) so windows are real: it writes
-main-light.png, main-dark.png and quick-chat.png into OUT (default `docs/`). The replies in the sample
+main-light.png, main-dark.png, quick-chat.png and prefill.png into OUT (default `docs/`). The replies in the sample
 conversations are written by hand; the model is the bundled one, loaded as the app always does.
 """
 
@@ -90,9 +90,34 @@ def main(argv: list[str]) -> int:
     settle(qapp, 0.8)
     quick.grab().save(str(out / "quick-chat.png"))
     print(f"wrote {out / 'quick-chat.png'}")
+    quick.hide()
+    prefill_shot(qapp, confab, out)
     window.close()
     confab.shutdown()
     return 0
+
+
+LONG_REPORT = ("The river rises in the eastern hills, gathers three streams below the old mill and "
+               "floods the lower meadows most springs; the village council has argued for years about "
+               "levees, a bypass channel or simply moving the sports ground. ") * 60
+"""A long message (about 2,500 tokens), so the bundled model reads it over several prefill chunks."""
+
+
+def prefill_shot(qapp, confab, out: Path) -> None:
+    """The window while a long message is read: "Reading your message… n / N tokens" and a bar."""
+    from app.self_test import wait_until
+
+    window = confab.window
+    window.new_conversation()
+    window.composer.setPlainText("Summarize this for the council in three bullet points:\n\n" + LONG_REPORT)
+    window.composer.submit()
+    wait_until(qapp, lambda: any(done >= 512 for done, _ in window.chat.reading.values()), 600,
+               "the long message's reading progress")
+    settle(qapp, 0.3)
+    window.grab().save(str(out / "prefill.png"))
+    print(f"wrote {out / 'prefill.png'}")
+    window.chat.stop()
+    wait_until(qapp, lambda: not confab.bridge.replying(), 600, "the stopped reply")  # after the forward under way
 
 
 def settle(qapp, seconds: float) -> None:

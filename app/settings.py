@@ -52,6 +52,8 @@ class AppSettings:
     """Closing the window hides it to the tray icon instead of quitting (needs a tray)."""
     menubar_only: bool = False
     """macOS: run as a menubar-only app, with no Dock icon."""
+    confirm_quit: bool = True
+    """Ask before quitting while replies are still being written."""
     last_model: str = ""
     """Source of the model loaded last ("" means the bundled default)."""
     quick_chat_shortcut: str = "Alt+Space" if sys.platform == "darwin" else "Ctrl+Alt+Space"

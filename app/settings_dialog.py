@@ -145,6 +145,10 @@ class SettingsDialog(QDialog):
         column.addWidget(self.menubar_only)
         if not on_mac:
             column.addWidget(self._note(MENUBAR_ONLY_TEXT, "Menubar-only unavailable"))
+        self.confirm_quit = named(QCheckBox("&Ask before quitting while replies are being written"),
+                                  "Ask before quitting", "Quitting cuts off replies still being written")
+        self.confirm_quit.setChecked(s.confirm_quit)
+        column.addWidget(self.confirm_quit)
         return box
 
     def _shortcut_group(self, s: AppSettings, status: str) -> QGroupBox:
@@ -190,4 +194,5 @@ class SettingsDialog(QDialog):
             menubar_only=self.menubar_only.isChecked() if self.menubar_only.isEnabled()
             else self._settings.menubar_only,
             quick_chat_shortcut=self.shortcut.keySequence().toString(QKeySequence.SequenceFormat.PortableText),
+            confirm_quit=self.confirm_quit.isChecked(),
         )

@@ -3,6 +3,10 @@
 The bar never deletes anything itself: it hands its token back through `undo` (put it back) or
 `expired` (commit the delete now). A newer message expires the previous token at once, so at most
 one delete is ever pending and the caller never loses track of one.
+
+The offer never runs out under the user's hand: while the pointer is over the bar (or the Undo
+button is held down) the countdown pauses, and it resumes with at least `MIN_AFTER_LEAVE_MS` left,
+so an Undo aimed at the bar as it was about to expire still lands.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from typing import Optional
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+
+MIN_AFTER_LEAVE_MS = 3000
+"""Time left, at least, once the pointer leaves the bar (time to come back and click)."""
 
 _IDLE = object()
 """Stands for "no pending token" (None is a valid token)."""
@@ -41,6 +48,8 @@ class UndoBar(QFrame):
         self.undo_button.setAccessibleName("Undo")
         self.undo_button.setToolTip("Undo (Ctrl+Z)")
         self.undo_button.clicked.connect(self.trigger_undo)
+        self.undo_button.pressed.connect(self.pause)
+        self.undo_button.released.connect(lambda: None if self.underMouse() else self.resume())
         box = QHBoxLayout(self)
         box.setContentsMargins(8, 2, 4, 2)
         box.addWidget(self.label, stretch=1)
@@ -62,6 +71,27 @@ class UndoBar(QFrame):
         self._elide()
         self.show()
         self.timer.start(max(0, timeout_ms))
+        if self.underMouse():
+            self.pause()
+
+    def pause(self) -> None:
+        """Stop the countdown (the pointer is on the bar); `resume` restarts it."""
+        if self.pending():
+            self.timer.stop()
+
+    def resume(self) -> None:
+        """Restart a paused countdown with `MIN_AFTER_LEAVE_MS` to go."""
+        if self.pending() and not self.timer.isActive():
+            self.timer.start(MIN_AFTER_LEAVE_MS)
+
+    def enterEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().enterEvent(event)
+        self.pause()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().leaveEvent(event)
+        if not self.undo_button.isDown():
+            self.resume()
 
     def pending(self) -> bool:
         """True while a message waits for Undo or its timeout."""

@@ -10,6 +10,7 @@ The engine imports neither Qt nor SQLite; the app sees it only through these nam
 """
 
 from .engine import Engine
+from .errors import ContextOverflowError
 from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
 from .session import Session, Stream
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "Capacity",
     "Chunk",
+    "ContextOverflowError",
     "Engine",
     "EngineConfig",
     "GenerationStats",

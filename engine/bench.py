@@ -139,7 +139,8 @@ def measure_concurrent(engine: Engine, n: int, tokens: int) -> tuple[float, floa
 
     def drain(i: int) -> None:
         for chunk in streams[i]:
-            arrivals[i].append(time.perf_counter())
+            if chunk.prefill is None:  # prompt progress is not a delivered token
+                arrivals[i].append(time.perf_counter())
         rates[i] = chunk.stats.decode_tok_s
 
     threads = [threading.Thread(target=drain, args=(i,)) for i in range(n)]
@@ -161,7 +162,8 @@ def measure_ttft(engine: Engine, busy: int, repeats: int = 3) -> float:
     streams = [s.generate(_prompt(engine, i), SamplingParams(temperature=0, max_tokens=2000, ignore_stop=True))
                for i, s in enumerate(sessions)]
     for stream in streams:
-        next(stream)  # every neighbour is past its prefill and decoding
+        while next(stream).prefill is not None:  # every neighbour is past its prefill and decoding
+            pass
     times = []
     with engine.open_session() as s:
         for _ in range(repeats):

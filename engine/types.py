@@ -157,6 +157,9 @@ class Chunk:
     """None until the last chunk: "stop", "length" or "cancelled"."""
     stats: Optional[GenerationStats] = None
     """Set on the last chunk only."""
+    prefill: Optional[tuple[int, int]] = None
+    """Progress of a long prompt: (tokens read so far, tokens to read in all), on an otherwise empty
+    chunk sent after each prefill forward while prompt tokens remain; None on every other chunk."""
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,8 @@ class Worker:
         session = job.session
         session._tokens = tuple(slot.fed)
         session._state_nbytes = nbytes
-        if job.pending:
+        if job.pending:  # a long prompt: say how far it has been read, so a UI need not show "…"
+            job.out.put(Chunk("", (), prefill=(job.prefilled, job.prefilled + len(job.pending))))
             return
         token = job.sampler(logits, slot.fed)
         job.generated.append(token)

@@ -53,7 +53,8 @@ def test_the_model_shows_in_the_status_bar(start_app):
     confab = start_app()
     assert confab.window.state == "ready"
     assert "llama" in confab.window.model_label.text() and "torch/cpu" in confab.window.model_label.text()
-    assert "Sessions 0 / " in confab.window.figures.text()
+    assert confab.window.figures.text().startswith("0 of ")
+    assert confab.engine.model.name in confab.window.windowTitle()
 
 
 def test_a_failed_load_keeps_the_previous_model_usable(qtbot, start_app, tmp_path):

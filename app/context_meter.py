@@ -1,0 +1,92 @@
+"""How much of the model's context a conversation uses, and a warning before it is full.
+
+The figure comes from the store: the last reply's prompt and reply token counts (the engine's own),
+plus a rough count for anything written after it and for the draft in the composer. The app never
+tokenizes (the tokenizer lives in the engine), so the draft is estimated at `CHARS_PER_TOKEN`.
+
+What happens when a message does not fit: the engine refuses a prompt that leaves no room in the
+context (ContextOverflowError) and the model does not answer; the message stays in the conversation.
+A reply that reaches the end of the context stops there ("Stopped at the limit"). The warning says so.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtWidgets import QLabel, QWidget
+
+from app.store import Message
+
+CHARS_PER_TOKEN = 4.0
+"""Rough characters per token of English text for the draft estimate; while a long message is
+read, the engine's own count replaces it."""
+NEARLY_FULL = 0.85
+"""Share of the context past which the meter warns that replies will soon be cut short."""
+
+FULL_TIP = ("This conversation no longer fits in the model's context of {limit:,} tokens: if you send "
+            "this message the model will not answer it. Start a new conversation (Ctrl+N) to go on.")
+NEARLY_FULL_TIP = ("This conversation has used most of the model's context of {limit:,} tokens: a reply "
+                   "that reaches the end stops there, and once it is full the model cannot answer. "
+                   "Start a new conversation (Ctrl+N) to go on.")
+
+
+def estimate_tokens(text: str) -> int:
+    return int(len(text) / CHARS_PER_TOKEN + 0.999) if text else 0
+
+
+def used_tokens(messages: list[Message]) -> int:
+    """Tokens the conversation fills: the last reply's own counts, plus estimates after it."""
+    used, start = 0, 0
+    for i in range(len(messages) - 1, -1, -1):
+        stats = messages[i].stats
+        if stats is not None and stats.prompt_tokens:
+            used, start = stats.prompt_tokens + stats.completion_tokens, i + 1
+            break
+    # Before any reply with figures (or after it): the text itself, estimated, plus template overhead.
+    return used + sum(estimate_tokens(m.content) + 4 for m in messages[start:])
+
+
+class ContextMeter(QLabel):
+    """ "2,310 / 4,096 tokens"; a warning with what will happen when the next message would not fit."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Context used")
+        self.limit = 0
+        self.used = 0
+        self.draft = 0
+        self.level = "ok"
+        """"ok", "nearly" (past `NEARLY_FULL`) or "full" (the next message would not fit)."""
+        self.hide()
+
+    def set_limit(self, max_context: int) -> None:
+        """The model's context in tokens (0: no model, the meter hides)."""
+        self.limit = max_context
+        self._update()
+
+    def set_used(self, tokens: int) -> None:
+        self.used = tokens
+        self._update()
+
+    def set_draft(self, text: str) -> None:
+        self.draft = estimate_tokens(text)
+        self._update()
+
+    def _update(self) -> None:
+        if self.limit <= 0:
+            self.hide()
+            return
+        total = self.used + self.draft
+        self.level = "full" if total >= self.limit else "nearly" if total >= NEARLY_FULL * self.limit else "ok"
+        figures = f"{min(self.used, self.limit):,} / {self.limit:,} tokens"
+        if self.level == "full":
+            self.setText(f"⚠ {figures} — full: the next message will not be answered")
+            self.setToolTip(FULL_TIP.format(limit=self.limit))
+        elif self.level == "nearly":
+            self.setText(f"⚠ {figures} — nearly full")
+            self.setToolTip(NEARLY_FULL_TIP.format(limit=self.limit))
+        else:
+            self.setText(figures)
+            self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})")
+        self.setStyleSheet("color: #b36b00;" if self.level != "ok" else "")
+        self.show()

@@ -1,0 +1,107 @@
+"""Status and errors are readable: notices fit beside the figures (elided, whole text in a tooltip)
+and clear when the conversation changes; the figures are in words; a failed load opens a dialog with
+the whole message; the Load model dialog marks the loaded model and will not load a broken file."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+from engine import EngineConfig  # noqa: E402
+from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: E402,F401 (fixtures)
+
+CONFIG = EngineConfig(backend="torch", dtype="float32", max_context=1024)
+TIMEOUT = 60_000
+LONG_NOTICE = "Could not load /a/very/long/path/" + "deeper/" * 30 + "model.gguf: it is not a model file"
+
+
+def test_a_long_notice_fits_left_of_the_figures_with_the_whole_text_in_a_tooltip(qtbot, window):
+    window.resize(640, 400)
+    window.figures.setText("3 of 124 conversations in memory · App memory 1.2 GiB")
+    qtbot.waitUntil(lambda: window.figures.x() > 0, timeout=5_000)
+    window.notices.show(LONG_NOTICE)
+    shown = window.statusBar().currentMessage()
+    assert shown.endswith("…") and shown != LONG_NOTICE
+    width = window.statusBar().fontMetrics().horizontalAdvance(shown)
+    assert width <= window.figures.x()  # never drawn under the figures
+    assert window.statusBar().toolTip() == LONG_NOTICE
+    window.resize(1400, 400)  # more room: more of it shows
+    qtbot.waitUntil(lambda: len(window.statusBar().currentMessage()) > len(shown), timeout=5_000)
+
+
+def test_a_notice_clears_when_the_conversation_changes(qtbot, window):
+    created = []
+    window.bridge.run(lambda store: store.create_conversation("Other")).success(created.append)
+    qtbot.waitUntil(lambda: bool(created), timeout=5_000)
+    window.show_error("the last reply failed")
+    assert "the last reply failed" in window.statusBar().currentMessage()
+    window.show_conversation(created[0].id)
+    assert window.statusBar().currentMessage() == "" and window.statusBar().toolTip() == ""
+
+
+def test_figures_are_words(window):
+    from engine import Capacity
+
+    window.figures.set_capacity_source(lambda: Capacity(10 << 20, 2 << 20, 124, 3, 248 << 20))
+    assert window.figures.text().startswith("3 of 124 conversations in memory · App memory ")
+    assert "Sessions" not in window.figures.text() and "room for 124" in window.figures.toolTip()
+
+
+@pytest.fixture
+def confab(qapp, qtbot, tiny_models, tmp_path, monkeypatch):
+    from app.application import ConfabApp
+
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    apps = []
+
+    def start(source):
+        app = ConfabApp(qapp, tmp_path / "home", CONFIG, use_tray=False)
+        apps.append(app)
+        qtbot.addWidget(app.window)
+        app.show_window()
+        app.load(str(source))
+        qtbot.waitUntil(lambda: app.window.state != "loading", timeout=TIMEOUT)
+        return app
+
+    yield start
+    for app in apps:
+        app.shutdown()
+
+
+def test_a_failed_load_opens_a_dialog_with_the_whole_message(qtbot, confab, tiny_models, tmp_path):
+    app = confab(tiny_models["llama"])
+    name = app.engine.model.name
+    assert name in app.window.windowTitle() and name in app.window.model_label.text()
+    missing = tmp_path / ("a-folder-with-a-long-name-" * 6) / "model"
+    app.load(str(missing))
+    qtbot.waitUntil(lambda: app.window.error_dialog is not None, timeout=TIMEOUT)
+    dialog = app.window.error_dialog
+    assert str(missing) in dialog.text() and f"Still using {name}" in dialog.text()
+    assert dialog.informativeText()  # the engine's whole reason, not cut
+    assert app.window.state == "ready" and app.window.composer.isEnabled()
+    dialog.accept()
+    qtbot.waitUntil(lambda: app.window.error_dialog is None, timeout=5_000)
+
+
+def test_the_picker_marks_the_loaded_model_and_will_not_load_a_broken_file(qtbot, confab, tiny_models, tmp_path):
+    from app.model_picker import ModelPickerDialog
+
+    app = confab(tiny_models["llama"])
+    name = app.engine.model.name
+    dialog = ModelPickerDialog(app.source, app.window, max_context=1024, loaded_name=name)
+    qtbot.addWidget(dialog)
+    row = dialog.loaded_row()
+    assert row is not None and dialog.source_at(row) == app.source
+    assert dialog.item(row).text(0) == f"{name} (loaded)" and dialog.item(row).font(0).bold()
+    assert dialog.chosen_source() == app.source
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 46)
+    dialog.add_source(str(bad))
+    qtbot.waitUntil(lambda: "Cannot load this model" in dialog.estimate.text(), timeout=TIMEOUT)
+    assert not dialog.load_button.isEnabled()
+    dialog.add_source(str(tiny_models["llama"]))  # a loadable one: Load comes back
+    qtbot.waitUntil(lambda: dialog.load_button.isEnabled(), timeout=TIMEOUT)
