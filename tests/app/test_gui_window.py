@@ -57,6 +57,8 @@ def test_send_streams_into_the_view_and_the_store(qtbot, window, tmp_path):
     assert window.composer.toPlainText() == ""
     qtbot.waitUntil(lambda: titles(window) == ["Hello there"], timeout=5_000)
     qtbot.waitUntil(lambda: not window.bridge.replying() and window.stats_label.text() != "", timeout=REPLY_TIMEOUT)
+    # The finished reply is re-read from the store (with how it ended) one store round trip later.
+    qtbot.waitUntil(lambda: window.chat_view.plain_text().endswith("limit)"), timeout=10_000)
     window.bridge.close()
     (title, messages), = stored(tmp_path / "home").items()
     assert title == "Hello there"
