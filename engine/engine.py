@@ -166,6 +166,10 @@ class Engine:
     def _running(self) -> bool:
         return self._runner.running
 
+    @property
+    def _thread(self) -> threading.Thread:
+        return self._runner.thread
+
     def _post(self, fn: Callable[[Worker], object]):
         """Queue `fn(worker)` for the engine thread; its result or error lands in the Future."""
         return self._runner.post(fn)
