@@ -56,6 +56,8 @@ def run_serve(args: argparse.Namespace) -> int:
     _announce_when_started(server, args, engine)
     try:
         server.run()  # returns after Ctrl+C (or SIGTERM): replies cancelled, connections closed
+    except KeyboardInterrupt:  # uvicorn re-raises the captured Ctrl+C once it has shut down
+        pass
     finally:
         host.close()  # sessions freed
         engine.close()

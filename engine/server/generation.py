@@ -134,8 +134,10 @@ class Reply:
                     raise APIError(500, f"the reply failed: {item.error}", "generation_failed", "server_error")
                 generated += len(item.token_ids)
                 text = self._matcher.feed(item.text)
-                if self._matcher.stopped:
-                    self._stream.close()  # the rest is cut off: stop the engine at the next token
+                if self._matcher.stopped and item.finish_reason is None:
+                    # The rest is cut off: stop the engine at the next token, and keep reading to its
+                    # last chunk, which carries the usage (closing the stream would end the pump early).
+                    self.lease.session.cancel()
                 if item.finish_reason is None:
                     if text:
                         yield Piece(text)
