@@ -43,7 +43,7 @@ class Lease:
             "named": self.named,
             "tokens": len(self.session.tokens),
             "bytes": self.session.state_nbytes,
-            "busy": self.leased,
+            "busy": self.leased or self.session.busy,  # a cancelled reply runs until its next token
             "idle_s": 0.0 if self.leased else round(time.monotonic() - self.last_used, 3),
         }
 
