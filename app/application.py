@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app.bridge import Bridge
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
+from app.local_server import LocalServer
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
@@ -49,6 +50,8 @@ class ConfabApp(QObject):
         self.loader = ModelLoader(self.bridge.route, self)
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
+        self.local_server = LocalServer(self.bridge.route, self)
+        self.window.statusBar().addPermanentWidget(self.local_server.label)
         self._closed = False
         self._fall_back = False
         self.setup_signals()
@@ -67,6 +70,7 @@ class ConfabApp(QObject):
         self.loader.failed.connect(self._load_failed)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations())
+        self.local_server.failed.connect(w.show_error)
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
@@ -83,6 +87,7 @@ class ConfabApp(QObject):
         if self.engine is None:
             self.window.set_state("loading", f"Loading {source}…")
             self.quick_chat.set_ready(False, "Loading model…")
+        self.local_server.loading(source)  # API requests get 503 until the new model is ready
         self.loader.load(source, self.config)
 
     def pick_model(self) -> None:
@@ -100,6 +105,7 @@ class ConfabApp(QObject):
         save_settings(self.home, self.settings)
 
     def _ready(self, engine: Engine, old: Optional[Engine]) -> None:
+        self.local_server.set_engine(engine)
         if old is not None:
             close_in_background(old)
         name = engine.model.name
@@ -110,6 +116,7 @@ class ConfabApp(QObject):
 
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
+        self.local_server.set_engine(self.engine)  # the previous model, if any, serves again
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
             self.window.show_error(f"Could not load {source}: {message}. Loading the bundled model instead.")
             self.load(DEFAULT_MODEL)
@@ -135,6 +142,7 @@ class ConfabApp(QObject):
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
         if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
             set_menubar_only(settings.menubar_only)
+        self.local_server.apply(settings.api_server, settings.api_port, settings.api_key)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)
@@ -184,6 +192,7 @@ class ConfabApp(QObject):
         self.quick_chat.hide()
         if self.tray is not None:
             self.tray.hide()
+        self.local_server.close()  # its sessions are freed while the engine still runs
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
+from .local_server_settings import LocalServerGroup
 from .settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
                        THEMES, TOP_P_RANGE, AppSettings)
 
@@ -51,6 +52,8 @@ class SettingsDialog(QDialog):
         layout.addWidget(self._sampling_group(settings))
         layout.addWidget(self._storage_group(settings))
         layout.addWidget(self._window_group(settings, tray_available))
+        self.local_server = LocalServerGroup(settings)
+        layout.addWidget(self.local_server)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName("Save settings")
         buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Discard changes")
@@ -170,4 +173,5 @@ class SettingsDialog(QDialog):
             else self._settings.close_to_tray,
             menubar_only=self.menubar_only.isChecked() if self.menubar_only.isEnabled()
             else self._settings.menubar_only,
+            **self.local_server.values(),
         )

@@ -90,6 +90,7 @@ def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> Sam
         top_p=1.0 if body.top_p is None else float(body.top_p),
         max_tokens=max(1, min(limit or room, room)),
         seed=body.seed,
+        ignore_stop=body.ignore_eos,
     )
 
 

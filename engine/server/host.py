@@ -18,8 +18,10 @@ from .pool import SessionPool
 class EngineHost:
     """Holds the current engine and its session pool; thread-safe."""
 
-    def __init__(self, engine: Optional[Engine] = None) -> None:
+    def __init__(self, engine: Optional[Engine] = None, session_limit: Optional[int] = None) -> None:
+        """session_limit: most sessions the server holds on an engine (None: what the engine admits)."""
         self._lock = threading.Lock()
+        self.session_limit = session_limit
         self._pool: Optional[SessionPool] = None
         self._status = "no model is loaded"
         if engine is not None:
@@ -32,7 +34,7 @@ class EngineHost:
         that calls this never waits on an engine. Returns that thread (tests join it).
         """
         with self._lock:
-            old, self._pool = self._pool, SessionPool(engine) if engine is not None else None
+            old, self._pool = self._pool, SessionPool(engine, self.session_limit) if engine is not None else None
             self._status = status
         if old is None:
             return None

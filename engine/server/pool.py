@@ -51,8 +51,11 @@ class Lease:
 class SessionPool:
     """Named and pooled sessions of one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, limit: Optional[int] = None) -> None:
+        """limit: most sessions this pool holds (None: as many as the engine admits). An app that
+        shares its engine keeps room for its own conversations with it."""
         self.engine = engine
+        self.limit = limit
         self._lock = threading.Lock()
         self._named: dict[str, Lease] = {}
         self._pooled: dict[str, Lease] = {}
@@ -112,6 +115,12 @@ class SessionPool:
     def _open(self) -> Session:
         """A new engine session, closing idle sessions least recently used first while capacity is full."""
         while True:
+            if self.limit is not None and self._live() > self.limit:
+                victim = self._evict_one()
+                if victim is None:
+                    raise capacity_full(f"all {self.limit} server sessions are busy")
+                _close_quietly(victim.session)
+                continue
             try:
                 return self.engine.open_session()
             except CapacityError as e:
@@ -119,6 +128,11 @@ class SessionPool:
                 if victim is None:
                     raise capacity_full(str(e)) from None
                 _close_quietly(victim.session)
+
+    def _live(self) -> int:
+        """Sessions held, the one being opened included."""
+        with self._lock:
+            return len(self._named) + len(self._pooled)
 
     def _evict_one(self) -> Optional[Lease]:
         with self._lock:

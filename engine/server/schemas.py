@@ -54,6 +54,8 @@ class _Sampling(_Strict):
     seed: Optional[int] = None
     n: Optional[int] = None
     session_id: Optional[str] = Field(default=None, min_length=1, max_length=200)
+    ignore_eos: bool = False
+    """vLLM's extension: generate max_tokens even past end tokens (benchmarks, fixed-length tests)."""
     # Accepted because they change nothing here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None
