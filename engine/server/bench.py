@@ -76,7 +76,7 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     http = asyncio.run(http_aggregate(server.url, messages))
     say(f"HTTP, {CLIENTS} streaming clients: {http:.1f} tok/s")
     ttft_in = statistics.median(inproc_ttft(engine, [{"role": "user", "content": f"Hi {i}"}]) for i in range(TTFT_TRIALS))
-    ttft_http = statistics.median(asyncio.run(http_ttft(server.url, i)) for i in range(TTFT_TRIALS))
+    ttft_http = statistics.median(asyncio.run(http_ttfts(server.url, TTFT_TRIALS)))
     say(f"p50 time to first token: in-process {ttft_in * 1000:.1f} ms, HTTP {ttft_http * 1000:.1f} ms")
     warm, cold, tokens = asyncio.run(warm_vs_cold(server.url, engine))
     say(f"second turn on a {tokens}-token conversation: warm {warm:.3f} s, cold {cold:.3f} s")
@@ -130,8 +130,9 @@ def inproc_aggregate(engine: Engine, conversations: list[list[dict]]) -> float:
 
 
 def inproc_ttft(engine: Engine, messages: list[dict]) -> float:
+    """Open a session and start a reply, as the server does for a new session id."""
+    started = time.perf_counter()
     with engine.open_session() as session:
-        started = time.perf_counter()
         stream = session.chat(messages, SamplingParams(temperature=0, max_tokens=2, ignore_stop=True))
         next(iter(stream))
         elapsed = time.perf_counter() - started
@@ -171,14 +172,18 @@ async def http_aggregate(url: str, conversations: list[list[dict]]) -> float:
     return sum(tokens for _, tokens in results) / elapsed
 
 
-async def http_ttft(url: str, trial: int) -> float:
+async def http_ttfts(url: str, trials: int) -> list[float]:
+    """Time to first token of a short prompt on a new named session, one client keeping its connection."""
+    firsts = []
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
-        session = f"ttft-{trial}"
-        first, _ = await _stream(client, {"messages": [{"role": "user", "content": f"Hi {trial}"}],
-                                          "temperature": 0, "max_tokens": 2, "ignore_eos": True,
-                                          "session_id": session})
-        await client.delete(f"/sessions/{session}")
-    return first
+        for trial in range(trials):
+            session = f"ttft-{trial}"
+            first, _ = await _stream(client, {"messages": [{"role": "user", "content": f"Hi {trial}"}],
+                                              "temperature": 0, "max_tokens": 2, "ignore_eos": True,
+                                              "session_id": session})
+            await client.delete(f"/sessions/{session}")
+            firsts.append(first)
+    return firsts
 
 
 def long_conversation(engine: Engine, target: int = 2000) -> list[dict]:
