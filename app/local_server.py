@@ -9,22 +9,27 @@ loaded Engine, started and stopped from Settings, its address shown in the statu
 
 Starting and stopping uvicorn (binding, joining its thread) run on one worker thread owned by this
 object, in the order asked; results come back to the GUI thread through the route. The GUI thread
-never waits on the server or the engine, except once at quit.
+never waits on the server or the engine, except once at quit. The server's libraries (FastAPI,
+uvicorn) are imported on that thread the first time the server starts, so an app that never turns
+it on never pays for them at startup.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
 from engine import Engine
-from engine.server import LOOPBACK, BackgroundServer, EngineHost, ServerSettings
 
 from .bridge import GuiRoute
+
+if TYPE_CHECKING:
+    from engine.server import BackgroundServer, EngineHost
 
 log = logging.getLogger(__name__)
 SESSION_SHARE = 2
@@ -42,9 +47,12 @@ class LocalServer(QObject):
     def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
         super().__init__(parent)
         self._route = route
-        self.host = EngineHost()
+        self._lock = threading.Lock()
+        self.host: Optional["EngineHost"] = None  # created when the server first starts
+        self._engine: Optional[Engine] = None
+        self._status = "no model is loaded"
         self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="confab-api")
-        self._running: Optional[BackgroundServer] = None  # touched only by the jobs thread
+        self._running: Optional["BackgroundServer"] = None  # touched only by the jobs thread
         self._wanted: Optional[tuple[int, str]] = None
         self._closed = False
         self.address = ""
@@ -64,13 +72,23 @@ class LocalServer(QObject):
 
     def set_engine(self, engine: Optional[Engine]) -> None:
         """Serve `engine` (the app's own; never a copy). The old model's server sessions are freed."""
-        if engine is not None:
-            self.host.session_limit = max(1, engine.capacity().max_sessions // SESSION_SHARE)
-        self.host.set_engine(engine, "no model is loaded")
+        self._serve(engine, "no model is loaded")
 
     def loading(self, source: str) -> None:
         """A model switch began: requests get 503 until `set_engine`."""
-        self.host.set_engine(None, f"loading {source}")
+        self._serve(None, f"loading {source}")
+
+    def _serve(self, engine: Optional[Engine], status: str) -> None:
+        with self._lock:
+            self._engine, self._status = engine, status
+            if self.host is not None:
+                self._point(self.host)
+
+    def _point(self, host: "EngineHost") -> None:
+        """Hand `host` the current engine (under the lock; returns at once)."""
+        if self._engine is not None:
+            host.session_limit = max(1, self._engine.capacity().max_sessions // SESSION_SHARE)
+        host.set_engine(self._engine, self._status)
 
     def close(self, timeout: float = 15.0) -> None:
         """Stop the server and free its sessions (at quit, before the engine closes)."""
@@ -82,7 +100,8 @@ class LocalServer(QObject):
         except Exception:  # quitting goes on; the server thread is a daemon
             log.exception("could not stop the local API server")
         self._jobs.shutdown(wait=False)
-        self.host.close()
+        if self.host is not None:
+            self.host.close()
 
     # -- the jobs thread ---------------------------------------------------------------------------
     def _switch(self, wanted: Optional[tuple[int, str]]) -> None:
@@ -94,6 +113,12 @@ class LocalServer(QObject):
             return
         port, key = wanted
         try:
+            from engine.server import LOOPBACK, BackgroundServer, EngineHost, ServerSettings
+
+            with self._lock:
+                if self.host is None:
+                    self.host = EngineHost()
+                    self._point(self.host)
             self._running = BackgroundServer(self.host, ServerSettings(api_key=key or None), LOOPBACK, port).start()
         except Exception as e:  # OSError (port in use) and anything unexpected: tell the user
             log.warning("the local API server did not start: %s", e)
