@@ -20,6 +20,7 @@ from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
 from app.file_dialogs import use_home
 from app.global_shortcut import GlobalShortcut
+from app.local_server import LocalServer
 from app.main_window import MainWindow
 from app.model_loader import ModelLoader, close_in_background
 from app.model_picker import ModelPickerDialog
@@ -61,6 +62,8 @@ class ConfabApp(QObject):
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
         self.shortcut = GlobalShortcut(self)
+        self.local_server = LocalServer(self.bridge.route, self)
+        self.window.statusBar().addPermanentWidget(self.local_server.label)
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
@@ -86,6 +89,7 @@ class ConfabApp(QObject):
         self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
         self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations(passive=True))
+        self.local_server.failed.connect(w.show_error)
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
@@ -116,6 +120,7 @@ class ConfabApp(QObject):
         if self.engine is None:
             self.window.set_state("loading", f"Loading {source}…")
             self.quick_chat.set_ready(False, "Loading model…")
+        self.local_server.loading(source)  # API requests get 503 until the new model is ready
         self.loader.load(source, self.config)
 
     def pick_model(self) -> None:
@@ -134,6 +139,7 @@ class ConfabApp(QObject):
         save_settings(self.home, self.settings)
 
     def _ready(self, engine: Engine, old: Optional[Engine]) -> None:
+        self.local_server.set_engine(engine)
         if old is not None:
             close_in_background(old)
         name = engine.model.name
@@ -145,6 +151,7 @@ class ConfabApp(QObject):
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
         title = f"Could not load {source}"
+        self.local_server.set_engine(self.engine)  # the previous model, if any, serves again
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
             self.window.show_load_error(f"{title}. Loading the bundled model instead.", message)
             self.load(DEFAULT_MODEL)
@@ -173,6 +180,7 @@ class ConfabApp(QObject):
             set_menubar_only(settings.menubar_only)
         if settings.quick_chat_shortcut != self.shortcut.shortcut or not self.shortcut.active:
             self.shortcut.set_shortcut(settings.quick_chat_shortcut)
+        self.local_server.apply(settings.api_server, settings.api_port, settings.api_key)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)
@@ -270,6 +278,7 @@ class ConfabApp(QObject):
         self.shortcut.stop()
         if self.tray is not None:
             self.tray.hide()
+        self.local_server.close()  # its sessions are freed while the engine still runs
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()

@@ -30,6 +30,7 @@ TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_P_RANGE = (0.01, 1.0)
 MAX_TOKENS_RANGE = (1, 32768)
 STATE_BUDGET_MB_RANGE = (64, 1 << 20)
+API_PORT_RANGE = (1024, 65535)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class AppSettings:
     """Source of the model loaded last ("" means the bundled default)."""
     quick_chat_shortcut: str = "Alt+Space" if sys.platform == "darwin" else "Ctrl+Alt+Space"
     """Global shortcut that opens the quick chat from any program, in Qt's portable text ("" for none)."""
+    api_server: bool = False
+    """Serve the loaded model on an OpenAI-compatible local API (127.0.0.1 only)."""
+    api_port: int = 8317
+    """Port of the local API server (1024..65535)."""
+    api_key: str = ""
+    """Bearer token the local API server requires ("" requires none)."""
 
 
 _LIMITS: dict[str, tuple[float, float]] = {
@@ -66,6 +73,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "top_p": TOP_P_RANGE,
     "max_tokens": MAX_TOKENS_RANGE,
     "state_budget_mb": STATE_BUDGET_MB_RANGE,
+    "api_port": API_PORT_RANGE,
 }
 _DEFAULTS = AppSettings()
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QFormLayout, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
                                QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
+from .local_server_settings import LocalServerGroup
 from .settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
                        THEMES, TOP_P_RANGE, AppSettings)
 
@@ -53,6 +54,8 @@ class SettingsDialog(QDialog):
         layout.addWidget(self._storage_group(settings))
         layout.addWidget(self._window_group(settings, tray_available))
         layout.addWidget(self._shortcut_group(settings, shortcut_status))
+        self.local_server = LocalServerGroup(settings)
+        layout.addWidget(self.local_server)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName("Save settings")
         buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Discard changes")
@@ -195,4 +198,5 @@ class SettingsDialog(QDialog):
             else self._settings.menubar_only,
             quick_chat_shortcut=self.shortcut.keySequence().toString(QKeySequence.SequenceFormat.PortableText),
             confirm_quit=self.confirm_quit.isChecked(),
+            **self.local_server.values(),
         )

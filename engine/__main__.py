@@ -1,4 +1,5 @@
-"""Command line: `python -m engine chat` (interactive, streaming) and `python -m engine bench`."""
+"""Command line: `python -m engine chat` (interactive, streaming), `python -m engine bench` and
+`python -m engine serve` (the OpenAI-compatible HTTP server)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,15 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    from .server.cli import add_parser as add_serve_parser
+
+    add_serve_parser(sub)
+
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        from .server.cli import run_serve
+
+        return run_serve(args)
     if args.command == "chat":
         from .cli_chat import run_chat
 

@@ -1,0 +1,81 @@
+"""`python -m engine serve`: load a model and serve it over the OpenAI API until Ctrl+C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import Engine, EngineConfig
+from ..errors import EngineError
+from ..models import DEFAULT_MODEL
+from .runner import DEFAULT_PORT, LOOPBACK, UnsafeBindError, bound_port, check_bind, make_server
+
+
+def add_parser(sub) -> None:
+    serve = sub.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API")
+    serve.add_argument("--model", default=DEFAULT_MODEL, help="bundled:NAME, a model folder or a .gguf file")
+    serve.add_argument("--host", default=LOOPBACK, help=f"address to bind (default {LOOPBACK}; any other "
+                                                       "address needs --api-key)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on every /v1 request")
+    serve.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                       help="allow browser requests from ORIGIN (repeatable); none by default")
+    serve.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
+    serve.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    serve.add_argument("--max-context", type=int, default=4096, help="most tokens one session holds")
+    serve.add_argument("--max-sessions", type=int, default=None,
+                       help="most sessions at once (default: what the memory budget holds)")
+    serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
+    serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    if args.bench:
+        from .bench import run_bench
+
+        return run_bench(args)
+    from .app import ServerSettings
+    from .host import EngineHost
+
+    settings = ServerSettings(api_key=args.api_key, cors_origins=tuple(args.cors))
+    try:
+        check_bind(args.host, args.api_key)
+    except UnsafeBindError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    config = EngineConfig(backend=args.backend, dtype=args.dtype, max_context=args.max_context,
+                          max_sessions=args.max_sessions)
+    print(f"loading {args.model} …", file=sys.stderr, flush=True)
+    try:
+        engine = Engine.load(args.model, config)
+    except EngineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    host = EngineHost(engine)
+    server = make_server(host, settings, args.host, args.port)
+    _announce_when_started(server, args, engine)
+    try:
+        server.run()  # returns after Ctrl+C (or SIGTERM): replies cancelled, connections closed
+    except KeyboardInterrupt:  # uvicorn re-raises the captured Ctrl+C once it has shut down
+        pass
+    finally:
+        host.close()  # sessions freed
+        engine.close()
+    print("stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _announce_when_started(server, args: argparse.Namespace, engine: Engine) -> None:
+    """Print the URL once uvicorn listens (with --port 0 only then is the port known)."""
+    original = server.startup
+
+    async def startup(sockets=None):
+        await original(sockets)
+        if server.started:
+            shown = f"[{args.host}]" if ":" in args.host else args.host
+            url = f"http://{shown}:{bound_port(server)}/v1"
+            print(f"serving {engine.source} ({engine.model.name}, {engine.backend} {engine.device} {engine.dtype}) "
+                  f"at {url}", flush=True)
+            print("Ctrl+C stops the server", file=sys.stderr, flush=True)
+
+    server.startup = startup

@@ -1,0 +1,170 @@
+"""One request's reply: prompt tokens, a leased session, and its chunks carried into the event loop.
+
+The engine's `Stream` is a blocking iterator fed by the engine thread. A small pump thread per reply
+reads it and hands each chunk to the event loop (`call_soon_threadsafe`), so no event-loop thread
+ever blocks on the engine and concurrent requests each have their own stream (the engine batches
+them; there is no lock around it). Closing a reply early cancels it at the next token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from typing import AsyncIterator, Optional, Sequence
+
+from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
+from .errors import APIError, bad_request
+from .pool import Lease, SessionPool
+from .stops import StopMatcher
+
+DEFAULT_TEMPERATURE = 1.0  # OpenAI's default
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+    def as_json(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+        }
+
+    @classmethod
+    def of(cls, stats: Optional[GenerationStats], fallback_prompt: int, generated: int) -> "Usage":
+        if stats is None:
+            return cls(fallback_prompt, generated, 0)
+        return cls(stats.prompt_tokens, stats.generated_tokens, stats.prompt_tokens - stats.prefilled_tokens)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Text to send; the last piece has a finish reason and the usage."""
+
+    text: str
+    finish_reason: Optional[str] = None
+    usage: Optional[Usage] = None
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
+    """Token ids of `messages` under the model's chat template (for pool matching and the context check)."""
+    tokenizer = engine.tokenizer
+    if not getattr(tokenizer, "chat_template", None):
+        raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception as e:
+        raise bad_request(f"the chat template rejected these messages: {e}") from e
+    return list(tokenizer(text, add_special_tokens=False).input_ids)
+
+
+def text_prompt(engine: Engine, prompt) -> list[int]:
+    """Token ids of a completions prompt: text (the tokenizer adds the model's usual prefix), or ids."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+        return list(prompt)
+    text = prompt[0] if isinstance(prompt, list) else prompt
+    return list(engine.tokenizer(text, add_special_tokens=True).input_ids)
+
+
+def check_context(engine: Engine, prompt: Sequence[int]) -> None:
+    limit = engine.config.max_context
+    if len(prompt) >= limit:
+        raise APIError(400, f"the prompt has {len(prompt)} tokens; this model's context is {limit} tokens "
+                            "(room is needed for the reply)", "context_length_exceeded")
+
+
+def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> SamplingParams:
+    room = engine.config.max_context - prompt_len
+    return SamplingParams(
+        temperature=DEFAULT_TEMPERATURE if body.temperature is None else float(body.temperature),
+        top_p=1.0 if body.top_p is None else float(body.top_p),
+        max_tokens=max(1, min(limit or room, room)),
+        seed=body.seed,
+        ignore_stop=body.ignore_eos,
+    )
+
+
+class Reply:
+    """A running reply on a leased session; iterate `pieces()` on the event loop, `close()` when done."""
+
+    def __init__(self, pool: SessionPool, lease: Lease, stream: Stream, stops: list[str], prompt_len: int) -> None:
+        self._pool = pool
+        self.lease = lease
+        self._stream = stream
+        self._matcher = StopMatcher(stops)
+        self._prompt_len = prompt_len
+        self._loop = asyncio.get_running_loop()
+        self._queue: "asyncio.Queue[Chunk | _Failure]" = asyncio.Queue()
+        self._released = False
+        self._failed = False
+        self._thread = threading.Thread(target=self._pump, name="confab-server-reply", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        """Pump thread: engine chunks into the loop's queue, until the last chunk or an error."""
+        try:
+            for chunk in self._stream:
+                self._post(chunk)
+        except BaseException as e:  # the session failed in a forward: the reply ends with an error
+            self._post(_Failure(e))
+
+    def _post(self, item) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the loop is gone (server stopped): nobody is listening
+            pass
+
+    async def pieces(self) -> AsyncIterator[Piece]:
+        """The reply's text as it comes, stop strings applied; ends with the finishing piece."""
+        generated = 0
+        try:
+            while True:
+                item = await self._queue.get()
+                if isinstance(item, _Failure):
+                    self._failed = True
+                    raise APIError(500, f"the reply failed: {item.error}", "generation_failed", "server_error")
+                generated += len(item.token_ids)
+                text = self._matcher.feed(item.text)
+                if self._matcher.stopped and item.finish_reason is None:
+                    # The rest is cut off: stop the engine at the next token, and keep reading to its
+                    # last chunk, which carries the usage (closing the stream would end the pump early).
+                    self.lease.session.cancel()
+                if item.finish_reason is None:
+                    if text:
+                        yield Piece(text)
+                    continue
+                text += self._matcher.flush()
+                reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
+                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated))
+                return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Cancel the reply if it is still running (a dropped client) and give the session back."""
+        if self._released:
+            return
+        self._released = True
+        self._stream.close()
+        self._pool.release(self.lease, discard=self._failed)
+
+
+def start(pool: SessionPool, session_id: Optional[str], prompt: list[int], begin) -> tuple[Lease, Stream]:
+    """Lease a session for `prompt` and start `begin(session) -> Stream` on it (runs on a worker thread:
+    opening a session and waiting out a cancelled reply may block for a token)."""
+    lease = pool.acquire(session_id, prompt)
+    try:
+        return lease, begin(lease.session)
+    except BaseException:
+        pool.release(lease)
+        raise

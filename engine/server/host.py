@@ -1,0 +1,91 @@
+"""The engine the server serves right now, swappable while it runs (the app switches models).
+
+The server never owns a second copy of the weights: it is handed the `Engine` the app (or the
+headless command) loaded. While a model loads there is none, and requests get 503.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Optional
+
+from .. import Engine
+from .errors import no_model, not_found
+from .pool import SessionPool
+
+
+class EngineHost:
+    """Holds the current engine and its session pool; thread-safe."""
+
+    def __init__(self, engine: Optional[Engine] = None, session_limit: Optional[int] = None) -> None:
+        """session_limit: most sessions the server holds on an engine (None: what the engine admits)."""
+        self._lock = threading.Lock()
+        self.session_limit = session_limit
+        self._pool: Optional[SessionPool] = None
+        self._status = "no model is loaded"
+        if engine is not None:
+            self.set_engine(engine)
+
+    def set_engine(self, engine: Optional[Engine], status: str = "no model is loaded") -> Optional[threading.Thread]:
+        """Serve `engine` from now on (None: answer 503 with `status`, e.g. "loading X").
+
+        The previous engine's server sessions are freed on a background thread, so a GUI thread
+        that calls this never waits on an engine. Returns that thread (tests join it).
+        """
+        with self._lock:
+            old, self._pool = self._pool, SessionPool(engine, self.session_limit) if engine is not None else None
+            self._status = status
+        if old is None:
+            return None
+        thread = threading.Thread(target=old.close, name="confab-server-free", daemon=True)
+        thread.start()
+        return thread
+
+    def pool(self) -> SessionPool:
+        """The current pool; APIError 503 while no model is loaded."""
+        pool = self._pool
+        if pool is None:
+            raise no_model(self._status)
+        return pool
+
+    @property
+    def engine(self) -> Optional[Engine]:
+        pool = self._pool
+        return pool.engine if pool is not None else None
+
+    def model_id(self) -> str:
+        return self.pool().engine.source
+
+    def check_model(self, requested: Optional[str]) -> SessionPool:
+        """The pool, if `requested` names the loaded model (or is omitted); 404 otherwise."""
+        pool = self.pool()
+        if requested is None or requested in model_names(pool.engine):
+            return pool
+        raise not_found(f"model {requested!r} is not loaded; this server serves {pool.engine.source!r}",
+                        "model_not_found")
+
+    def close(self) -> None:
+        """Cancel every reply and free every server session (the engine itself stays the caller's)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            self._status = "the server is shutting down"
+        if pool is not None:
+            pool.close()
+
+    def cancel_all(self) -> None:
+        pool = self._pool
+        if pool is not None:
+            pool.cancel_all()
+
+
+def model_names(engine: Engine) -> set[str]:
+    """Names a request may use for the loaded model: its source, its folder name and the file stem."""
+    source = engine.source
+    names = {source, engine.model.name}
+    if ":" in source and not Path(source).exists():
+        names.add(source.split(":", 1)[1])
+    else:
+        names.add(Path(source).name)
+        names.add(Path(source).stem)
+    return names

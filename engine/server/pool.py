@@ -1,0 +1,221 @@
+"""Which engine session serves a request: the client's named session, or the best idle pooled one.
+
+- A request naming `session_id` always gets that client's own session (created on first use); a
+  second request on it while it generates is refused (409), never queued.
+- A request without one gets the idle pooled session whose tokens share the longest prefix with its
+  prompt (llama.cpp's server picks a slot the same way), so clients that resend the whole
+  conversation each turn still prefill only the new suffix.
+- The engine's capacity bounds the pool: when opening a session is refused, the least recently used
+  idle session (named or pooled) is closed first; when every session is busy, 429.
+
+Bookkeeping is under one lock; engine calls (open, close) run outside it, on the caller's thread
+(the HTTP layer calls in from a worker thread, never the event loop).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from .. import Engine, Session
+from ..errors import CapacityError, EngineError
+from .errors import APIError, busy_session, capacity_full, not_found
+
+SIMILARITY = 0.5
+"""Share of a pooled session's tokens a prompt must keep for that session to be reused while there
+is room for a new one (llama.cpp's server uses a similar threshold when it picks a slot)."""
+
+
+@dataclass(eq=False)
+class Lease:
+    """One session and who may use it; `leased` while a request is running on it."""
+
+    session: Session
+    key: str
+    named: bool
+    leased: bool = True
+    last_used: float = field(default_factory=time.monotonic)
+
+    def describe(self) -> dict:
+        """What GET /v1/sessions shows for this session."""
+        return {
+            "id": self.key,
+            "object": "session",
+            "named": self.named,
+            "tokens": len(self.session.tokens),
+            "bytes": self.session.state_nbytes,
+            "busy": self.leased or self.session.busy,  # a cancelled reply runs until its next token
+            "idle_s": 0.0 if self.leased else round(time.monotonic() - self.last_used, 3),
+        }
+
+
+class SessionPool:
+    """Named and pooled sessions of one engine."""
+
+    def __init__(self, engine: Engine, limit: Optional[int] = None) -> None:
+        """limit: most sessions this pool holds (None: as many as the engine admits). An app that
+        shares its engine keeps room for its own conversations with it."""
+        self.engine = engine
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._named: dict[str, Lease] = {}
+        self._pooled: dict[str, Lease] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+
+    # -- leasing -----------------------------------------------------------------------------------
+    def acquire(self, name: Optional[str], prompt: Sequence[int]) -> Lease:
+        """The session for one request, leased to it until `release`. Raises APIError 409/429."""
+        with self._lock:
+            self._check_open()
+            if name is not None and name in self._named:
+                lease = self._named[name]
+                if lease.leased:
+                    raise busy_session(name)
+                lease.leased = True
+                return lease
+            if name is None and (found := self._best_pooled(prompt)) is not None:
+                best, shared = found
+                # Reuse it if that keeps most of what it holds, or if no other session fits: every
+                # chat shares the template's opening, and that alone must not wipe another
+                # client's warm conversation while there is room for a new session.
+                if shared >= SIMILARITY * len(best.session.tokens) or not self._room():
+                    best.leased = True
+                    return best
+            lease = Lease(None, name if name is not None else f"pool-{next(self._ids)}", name is not None)  # type: ignore[arg-type]
+            self._table(lease)[lease.key] = lease  # reserves the name against a concurrent request
+        try:
+            lease.session = self._open()
+        except BaseException:
+            with self._lock:
+                self._table(lease).pop(lease.key, None)
+            raise
+        return lease
+
+    def release(self, lease: Lease, discard: bool = False) -> None:
+        """The request is over (its reply ended or was cancelled): the session is idle again.
+
+        discard: the session failed in a forward; free it (on a thread: closing waits on the engine).
+        """
+        with self._lock:
+            lease.leased = False
+            lease.last_used = time.monotonic()
+            if self._closed or lease.session.closed or discard:
+                if self._table(lease).get(lease.key) is lease:
+                    del self._table(lease)[lease.key]
+                discard = True
+        if discard and not lease.session.closed:
+            threading.Thread(target=_close_quietly, args=(lease.session,), daemon=True).start()
+
+    def _room(self) -> bool:
+        """Whether another session may open without closing one (called under the lock)."""
+        if self.limit is not None and len(self._named) + len(self._pooled) >= self.limit:
+            return False
+        capacity = self.engine.capacity()
+        return capacity.live_sessions < capacity.max_sessions
+
+    def _best_pooled(self, prompt: Sequence[int]) -> Optional[tuple[Lease, int]]:
+        """The idle pooled session sharing the longest token prefix with `prompt`, and that length
+        (None if none shares any)."""
+        best, best_len = None, 0
+        for lease in self._pooled.values():
+            if lease.leased or lease.session is None or lease.session.closed:
+                continue
+            shared = _common_prefix(lease.session.tokens, prompt)
+            if shared > best_len or (shared == best_len and best is not None and lease.last_used > best.last_used):
+                best, best_len = lease, shared
+        return (best, best_len) if best is not None and best_len > 0 else None
+
+    def _open(self) -> Session:
+        """A new engine session, closing idle sessions least recently used first while capacity is full."""
+        while True:
+            if self.limit is not None and self._live() > self.limit:
+                victim = self._evict_one()
+                if victim is None:
+                    raise capacity_full(f"all {self.limit} server sessions are busy")
+                _close_quietly(victim.session)
+                continue
+            try:
+                return self.engine.open_session()
+            except CapacityError as e:
+                victim = self._evict_one()
+                if victim is None:
+                    raise capacity_full(str(e)) from None
+                _close_quietly(victim.session)
+
+    def _live(self) -> int:
+        """Sessions held, the one being opened included."""
+        with self._lock:
+            return len(self._named) + len(self._pooled)
+
+    def _evict_one(self) -> Optional[Lease]:
+        with self._lock:
+            idle = [l for l in (*self._named.values(), *self._pooled.values()) if not l.leased and l.session]
+            if not idle:
+                return None
+            victim = min(idle, key=lambda l: l.last_used)
+            self._table(victim).pop(victim.key, None)
+            return victim
+
+    # -- listing and freeing -----------------------------------------------------------------------
+    def describe(self) -> list[dict]:
+        with self._lock:
+            leases = [l for l in (*self._named.values(), *self._pooled.values()) if l.session is not None]
+        return [lease.describe() for lease in leases]
+
+    def delete(self, key: str) -> None:
+        """Cancel the session's reply, if any, and free its state. 404 for an unknown id."""
+        with self._lock:
+            lease = self._named.pop(key, None) or self._pooled.pop(key, None)
+        if lease is None or lease.session is None:
+            raise not_found(f"no session {key!r}", "session_not_found")
+        _close_quietly(lease.session)
+
+    def cancel_all(self) -> None:
+        """Stop every running reply at its next token (server shutdown)."""
+        with self._lock:
+            sessions = [l.session for l in (*self._named.values(), *self._pooled.values()) if l.session]
+        for session in sessions:
+            session.cancel()
+
+    def close(self) -> None:
+        """Cancel every reply and free every session; later requests are refused. Idempotent."""
+        with self._lock:
+            self._closed = True
+            leases = [*self._named.values(), *self._pooled.values()]
+            self._named.clear()
+            self._pooled.clear()
+        for lease in leases:
+            if lease.session is not None:
+                _close_quietly(lease.session)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._named) + len(self._pooled)
+
+    def _table(self, lease: Lease) -> dict[str, Lease]:
+        return self._named if lease.named else self._pooled
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise APIError(503, "the server is switching models; retry shortly", "model_not_loaded",
+                           "server_error", headers={"Retry-After": "2"})
+
+
+def _close_quietly(session: Session) -> None:
+    """Close a session; an engine already closed (a model switch) has freed it anyway."""
+    try:
+        session.close()
+    except EngineError:
+        pass
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i

@@ -1,0 +1,167 @@
+"""Request bodies as pydantic models: what the OpenAI API sends, and nothing we would silently ignore.
+
+Fields are strict (a string is not a number) and unknown fields are refused (`extra="forbid"`): a
+parameter this server does not implement and that would change the result (tools, logit_bias,
+penalties, n > 1) must fail with 400, never be dropped. Fields that change nothing (user, metadata,
+store) are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_STOP = 4
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TextPart(_Strict):
+    """One part of a message's content; only text is understood by a text model."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(_Strict):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Union[str, list[TextPart]]
+    name: Optional[str] = None
+
+    def as_engine(self) -> dict:
+        """{"role", "content"} as the chat template expects (developer is the newer name of system)."""
+        text = self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
+        return {"role": "system" if self.role == "developer" else self.role, "content": text}
+
+
+class StreamOptions(_Strict):
+    include_usage: bool = False
+
+
+class _Sampling(_Strict):
+    """What both endpoints share: model, sampling, stop strings, streaming and the session."""
+
+    model: Optional[str] = None
+    stream: bool = False
+    stream_options: Optional[StreamOptions] = None
+    temperature: Optional[float] = Field(default=None, ge=0, le=2)
+    top_p: Optional[float] = Field(default=None, gt=0, le=1)
+    max_tokens: Optional[int] = Field(default=None, ge=1)
+    stop: Optional[Union[str, list[str]]] = None
+    seed: Optional[int] = None
+    n: Optional[int] = None
+    session_id: Optional[str] = Field(default=None, min_length=1, max_length=200)
+    ignore_eos: bool = False
+    """vLLM's extension: generate max_tokens even past end tokens (benchmarks, fixed-length tests)."""
+    # Accepted because they change nothing here.
+    user: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    store: Optional[bool] = None
+    # Accepted only at their no-op values: anything else would change the result.
+    frequency_penalty: Optional[float] = None
+    presence_penalty: Optional[float] = None
+    logit_bias: Optional[dict[str, Any]] = None
+
+    @field_validator("n")
+    @classmethod
+    def _one_choice(cls, n: Optional[int]) -> Optional[int]:
+        if n is not None and n != 1:
+            raise ValueError("only n=1 is supported")
+        return n
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, stop):
+        stops = [stop] if isinstance(stop, str) else (stop or [])
+        if len(stops) > MAX_STOP or any(not s for s in stops):
+            raise ValueError(f"stop takes at most {MAX_STOP} non-empty strings")
+        return stop
+
+    @field_validator("frequency_penalty", "presence_penalty")
+    @classmethod
+    def _no_penalty(cls, value: Optional[float]) -> Optional[float]:
+        if value not in (None, 0, 0.0):
+            raise ValueError("penalties are not supported (only 0)")
+        return value
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _no_bias(cls, value):
+        if value:
+            raise ValueError("logit_bias is not supported")
+        return value
+
+    @property
+    def stops(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class ChatCompletionRequest(_Sampling):
+    """POST /v1/chat/completions."""
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: Optional[int] = Field(default=None, ge=1)
+    logprobs: Optional[bool] = None
+    response_format: Optional[dict[str, Any]] = None
+    parallel_tool_calls: Optional[bool] = None
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value: Optional[bool]) -> Optional[bool]:
+        if value:
+            raise ValueError("logprobs are not supported")
+        return value
+
+    @field_validator("response_format")
+    @classmethod
+    def _text_only(cls, value):
+        if value is not None and value != {"type": "text"}:
+            raise ValueError("only response_format {'type': 'text'} is supported")
+        return value
+
+    @property
+    def token_limit(self) -> Optional[int]:
+        return self.max_completion_tokens or self.max_tokens
+
+    def engine_messages(self) -> list[dict]:
+        return [m.as_engine() for m in self.messages]
+
+
+class CompletionRequest(_Sampling):
+    """POST /v1/completions: a raw prompt (text, one text in a list, or token ids)."""
+
+    prompt: Union[str, list[str], list[int]]
+    echo: Optional[bool] = None
+    suffix: Optional[str] = None
+    best_of: Optional[int] = None
+    logprobs: Optional[int] = None
+
+    @model_validator(mode="after")
+    def _supported(self) -> "CompletionRequest":
+        if isinstance(self.prompt, list):
+            if not self.prompt:
+                raise ValueError("prompt must not be empty")
+            if isinstance(self.prompt[0], str) and len(self.prompt) != 1:
+                raise ValueError("only one prompt per request is supported")
+        if self.prompt == "":
+            raise ValueError("prompt must not be empty")
+        if self.echo:
+            raise ValueError("echo is not supported")
+        if self.suffix:
+            raise ValueError("suffix is not supported")
+        if self.best_of not in (None, 1):
+            raise ValueError("only best_of=1 is supported")
+        if self.logprobs:
+            raise ValueError("logprobs are not supported")
+        return self
+
+    @property
+    def token_limit(self) -> int:
+        return self.max_tokens or 16  # the OpenAI default for completions

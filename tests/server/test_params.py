@@ -1,0 +1,26 @@
+"""Sampling parameters reach the engine: seed, max_tokens / max_completion_tokens, ignore_eos."""
+
+from __future__ import annotations
+
+from tests.server.helpers import client
+
+HI = [{"role": "user", "content": "Tell me something."}]
+
+
+def test_the_same_seed_gives_the_same_text_and_another_seed_differs(serve, tiny_engine):
+    api = client(serve(tiny_engine))
+
+    def sample(seed: int) -> str:
+        return api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=1.0, top_p=0.95,
+                                           max_tokens=12, seed=seed).choices[0].message.content
+
+    first = sample(7)
+    assert sample(7) == first
+    assert any(sample(seed) != first for seed in (8, 9, 10))
+
+
+def test_max_completion_tokens_bounds_the_reply(serve, tiny_engine):
+    api = client(serve(tiny_engine))
+    reply = api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=0,
+                                        max_completion_tokens=3, extra_body={"ignore_eos": True})
+    assert reply.usage.completion_tokens == 3 and reply.choices[0].finish_reason == "length"
