@@ -13,7 +13,7 @@ import psutil
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
-from engine import Capacity
+from engine import Capacity, EngineError
 
 REFRESH_MS = 2000
 
@@ -39,8 +39,8 @@ class StatusFigures(QLabel):
     def refresh(self) -> None:
         parts = []
         tip = []
-        if self.capacity_source is not None:
-            c = self.capacity_source()
+        c = self._capacity()
+        if c is not None:
             parts.append(f"{c.live_sessions} of {c.max_sessions} conversations in memory")
             tip.append(f"{c.live_sessions} conversations are held in memory, ready to answer at once; "
                        f"there is room for {c.max_sessions}.\nOthers are saved to disk and read back "
@@ -51,6 +51,17 @@ class StatusFigures(QLabel):
         tip.append("App memory: what Confab uses in all (model, conversations, window)")
         self.setText(" · ".join(parts))
         self.setToolTip("\n".join(tip))
+
+
+    def _capacity(self) -> Optional[Capacity]:
+        """The engine's figures; None without an engine, or once it is closed (the app is quitting
+        or a model switch closed it) and answers every call with an error."""
+        if self.capacity_source is None:
+            return None
+        try:
+            return self.capacity_source()
+        except EngineError:
+            return None
 
 
 class StatusNotices(QObject):

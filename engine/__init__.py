@@ -10,7 +10,7 @@ The engine imports neither Qt nor SQLite; the app sees it only through these nam
 """
 
 from .engine import Engine
-from .errors import ContextOverflowError
+from .errors import ContextOverflowError, EngineError
 from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
 from .session import Session, Stream
@@ -21,6 +21,7 @@ __all__ = [
     "Capacity",
     "Chunk",
     "ContextOverflowError",
+    "EngineError",
     "Engine",
     "EngineConfig",
     "GenerationStats",
