@@ -76,6 +76,16 @@ class Engine:
         return self._worker.backend.dtype
 
     @property
+    def dtype_reason(self) -> str:
+        """Why `dtype`, in one line: e.g. "float32: this CPU has no native bfloat16 (AVX2)"."""
+        return getattr(self._worker.backend, "dtype_reason", "") or f"{self.dtype}: as the backend loads"
+
+    @property
+    def quantized(self) -> str:
+        """Which weights are held 4-bit, e.g. "int4: 210 of 211 linear layers"; "" when none."""
+        return getattr(self._worker.backend, "quantized", "")
+
+    @property
     def model(self) -> ModelFolder:
         return self._worker.model
 
@@ -166,7 +176,7 @@ class Engine:
         started = time.perf_counter()
         report(0.0, f"resolving {self.source}")
         model = resolve(self.source, progress=lambda f, m: report(0.5 * f, m))
-        backend = backends.create(self.config.backend, self.config.device, self.config.dtype)
+        backend = backends.create(self.config.backend, self.config.device, self.config.dtype, self.config.quantize)
         report(0.5, f"loading {model.name} with {backend.name}")
         backend.load(model.path, model.config)
         self._codec = TextCodec(model.path)

@@ -47,8 +47,8 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     """Estimate weights and per-session bytes of `source` without loading its weights.
 
     source: "bundled:<name>", a Hugging Face or MLX folder, or a .gguf file (as `Engine.load`).
-    dtype: "auto" means the dtype the platform's default backend loads in (bfloat16 on torch,
-    float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
+    dtype: "auto" means the dtype the platform's default backend loads in (on torch: bfloat16 where
+    the hardware has it, else float16 on CUDA, float32 on CPU; float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
     InvalidRequestError for a bad dtype or max_context.
     """
     EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
@@ -60,8 +60,15 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
 
 
 def auto_dtype() -> str:
-    """The dtype "auto" loads in with the platform's default backend and device."""
-    return "float16" if backends.default_backend() == "mlx" else "bfloat16"
+    """The dtype "auto" loads in with the platform's default backend and device: on torch, the one
+    `choose_dtype` picks for this machine (the backend asks the same function)."""
+    if backends.default_backend() == "mlx":
+        return "float16"
+    if not backends.is_installed("torch"):
+        return "float32"
+    from .backends.torch_dtype import auto_device, choose_dtype
+
+    return choose_dtype(auto_device()).dtype
 
 
 def _from_folder(path: Path, max_context: int, dtype: str) -> MemoryEstimate:
