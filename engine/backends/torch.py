@@ -17,7 +17,9 @@ import numpy as np
 import torch
 
 from ..errors import ModelLoadError, StateFileError
+from ..models.gguf_convert import gguf_source
 from .torch_dtype import auto_device, choose_dtype
+from .torch_gguf import load_gguf_model, quantize_linears
 from .torch_threads import apply_threads
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -60,13 +62,20 @@ class TorchBackend:
         if self.device == "cuda":
             # This engine's own stream, made on its own thread; every forward runs inside it.
             self._stream = torch.cuda.Stream()
+        gguf_path = gguf_source(folder)  # weights straight from the .gguf: its 4-bit tensors stay 4-bit
         try:
             hf_config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             with self.compute():
-                model = AutoModelForCausalLM.from_pretrained(
-                    folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
-                    local_files_only=True,
-                ).to(self.device)
+                if gguf_path is not None:
+                    model, self.quantized = load_gguf_model(
+                        gguf_path, hf_config, self._torch_dtype, self.device, want_int4=self.quantize != "none")
+                else:
+                    model = AutoModelForCausalLM.from_pretrained(
+                        folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
+                        local_files_only=True,
+                    ).to(self.device)
+                if self.quantize == "int4" and not self.quantized:
+                    self.quantized = quantize_linears(model, self.device)
         except ModelLoadError:
             raise
         except Exception as e:
