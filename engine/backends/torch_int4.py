@@ -27,6 +27,9 @@ MAX_ERROR = 0.03
 MAX_SLOWDOWN = 2.0
 """The probe refuses the kernel when one row takes longer than this many times a dense bfloat16
 matmul of the same weight: a vectorized build is faster than dense, a scalar one many times slower."""
+TIMED_SHAPE = (2048, 2048)
+"""[out, in] of the layer the probe times: big enough that the kernel's path, not its fixed call
+overhead, decides (a tiny model's 64-wide layers would say "slow" on any build)."""
 
 
 class Int4Linear(nn.Module):
@@ -92,15 +95,26 @@ def probe(codes: np.ndarray, scale: np.ndarray, zero: np.ndarray, device: str) -
             error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))
             if not error <= MAX_ERROR:
                 return f"the int4 kernel's answer is off by {error:.3f} of the dense one", ""
-            one, dense_bf16 = x[:1].to(KERNEL_DTYPE), dense.to(KERNEL_DTYPE)
-            int4_s = _best_time(lambda: layer(one), device)
-            dense_s = _best_time(lambda: torch.nn.functional.linear(one, dense_bf16), device)
+            int4_s, dense_s = _timings(device)
     except Exception as e:  # a build without the op, or one that rejects these shapes
         return f"the int4 kernel is not usable here ({type(e).__name__}: {str(e).splitlines()[0][:120]})", ""
     figures = f"one row {int4_s * 1e6:.0f} us vs dense bfloat16 {dense_s * 1e6:.0f} us"
     if int4_s > MAX_SLOWDOWN * dense_s:
         return f"the int4 kernel is slow here ({figures})", figures
     return None, figures
+
+
+def _timings(device: str) -> tuple[float, float]:
+    """Seconds for one row through an int4 layer of TIMED_SHAPE and through its dense bfloat16 twin."""
+    rng = np.random.default_rng(0)
+    out, inp = TIMED_SHAPE
+    codes = rng.integers(0, 16, (out, inp), dtype=np.uint8)
+    scale = rng.random((out, inp // GROUP), dtype=np.float32) * 0.01
+    zero = rng.standard_normal((out, inp // GROUP), dtype=np.float32) * 0.01
+    layer = from_arrays(codes, scale, zero, None, device)
+    dense = torch.from_numpy(dequantize(codes, scale, zero)).to(device, KERNEL_DTYPE)
+    one = torch.ones(1, inp, device=device, dtype=KERNEL_DTYPE)
+    return _best_time(lambda: layer(one), device), _best_time(lambda: torch.nn.functional.linear(one, dense), device)
 
 
 def _best_time(fn, device: str, repeats: int = 7) -> float:
