@@ -6,7 +6,8 @@
     print(e.weights_bytes, e.bytes_per_session)
 
 Only headers and metadata are read (safetensors headers, GGUF fields through the memory-mapped
-`gguf.GGUFReader`): no tensor data, no torch, no conversion. The figures are those `Engine.capacity()`
+`gguf.GGUFReader`): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
+machine's hardware computes in). The figures are those `Engine.capacity()`
 reports once the same source is loaded with the same dtype and max_context.
 """
 
