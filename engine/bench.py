@@ -35,7 +35,8 @@ def run_bench(args: argparse.Namespace) -> int:
     for name in names:
         try:
             results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
-                                          contended=getattr(args, "contended", False))
+                                          contended=getattr(args, "contended", False),
+                                          prefill_tokens=getattr(args, "prefill_tokens", 2000))
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -51,7 +52,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say,
-                  contended: bool = False) -> dict:
+                  contended: bool = False, prefill_tokens: int = 2000) -> dict:
     """Every figure for one backend. Raises EngineError when the model does not load on it.
     contended: also decode beside a busy process and beside a second engine process."""
     started = time.perf_counter()
@@ -60,7 +61,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
     with engine:
         say(f"loaded {engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}) in {load_s:.1f} s")
         say(f"dtype {engine.dtype_reason}" + (f"; {engine.quantized}" if engine.quantized else ""))
-        prefill = measure_prefill(engine)
+        prefill = measure_prefill(engine, prefill_tokens)
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
@@ -92,7 +93,8 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
         linear_cost = library.linear_row_cost(BUSY)
         del library
         cap = engine.capacity()
-        extra.update(bf16_figures(model, backend, tokens, measure_prefill, measure_decode, measure_concurrent))
+        extra.update(bf16_figures(model, backend, tokens, lambda e: measure_prefill(e, prefill_tokens),
+                                  measure_decode, measure_concurrent))
         if "decode_tok_s_bf16" in extra:
             say(f"dense bfloat16: prefill {extra['prefill_tok_s_bf16']:.0f} tok/s, decode "
                 f"{extra['decode_tok_s_bf16']:.1f}, {BUSY} sessions {extra['aggregate8_tok_s_bf16']:.1f} tok/s")
@@ -105,6 +107,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "quantized": engine.quantized,
             "load_s": round(load_s, 2),
             "prefill_tok_s": round(prefill, 1),
+            "prefill_tokens": prefill_tokens,
             "decode_tok_s": round(decode, 2),
             "aggregate_tok_s": _rounded(aggregate),
             "per_session_tok_s": _rounded(per_session),
@@ -239,7 +242,7 @@ def print_table(f: dict) -> None:
         ("model", f"{f['model']} on {f['backend']}/{f['device']} ({f['dtype']})"),
         ("dtype", f["dtype_reason"] + (f"; {f['quantized']}" if f["quantized"] else "")),
         ("load", f"{f['load_s']:.2f} s"),
-        ("prefill, 2,000 tokens", f"{f['prefill_tok_s']:.0f} tok/s"),
+        (f"prefill, {f['prefill_tokens']} tokens", f"{f['prefill_tok_s']:.0f} tok/s"),
         ("decode, 1 session", f"{f['decode_tok_s']:.1f} tok/s"),
     ]
     rows += comparison_rows(f)

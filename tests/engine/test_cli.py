@@ -28,7 +28,7 @@ def test_chat_reports_a_bad_model_clearly():
 
 
 def test_bench_json_has_the_documented_figures():
-    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--json")
+    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--prefill-tokens", "64", "--json")
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
@@ -63,7 +63,7 @@ def test_bench_reports_a_bad_model_clearly():
 
 def test_bench_contended_measures_beside_a_busy_core_and_a_second_process(tiny_models):
     out = run("bench", "--backend", "torch", "--model", str(tiny_models["llama"]), "--sessions", "1",
-              "--tokens", "4", "--contended", "--json")
+              "--tokens", "4", "--prefill-tokens", "64", "--contended", "--json")
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
     assert figures["decode_tok_s_contended"] > 0 and figures["decode_tok_s_two_procs"] > 0
