@@ -27,6 +27,8 @@ MAX_ERROR = 0.03
 MAX_SLOWDOWN = 2.0
 """The probe refuses the kernel when one row takes longer than this many times a dense bfloat16
 matmul of the same weight: a vectorized build is faster than dense, a scalar one many times slower."""
+DENSE_ROWS = 32
+"""From this many rows on (prefill chunks) a CPU layer expands its weight and runs a dense matmul."""
 TIMED_SHAPE = (2048, 2048)
 """[out, in] of the layer the probe times: big enough that the kernel's path, not its fixed call
 overhead, decides (a tiny model's 64-wide layers would say "slow" on any build)."""
@@ -48,9 +50,23 @@ class Int4Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        y = self._mm(x.reshape(-1, self.in_features).to(KERNEL_DTYPE), self.packed, GROUP, self.scales_and_zeros)
-        y = y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+        rows = x.reshape(-1, self.in_features)
+        if rows.shape[0] >= DENSE_ROWS and self.packed.device.type == "cpu" and UNPACK_OK[0]:
+            # Prefill: the kernel is built for few rows (decode); for many, expanding the weight for
+            # this one call and running the dense matmul in the model's dtype is several times faster.
+            y = rows @ self.dense_weight(x.dtype).t()
+        else:
+            y = self._mm(rows.to(KERNEL_DTYPE), self.packed, GROUP, self.scales_and_zeros).to(x.dtype)
+        y = y.reshape(*shape[:-1], self.out_features)
         return y + self.bias if self.bias is not None else y
+
+    def dense_weight(self, dtype: torch.dtype) -> torch.Tensor:
+        """The [out, in] weight the codes stand for, expanded for one call (not kept)."""
+        codes = unpack_cpu(self.packed, self.out_features, self.in_features).to(dtype)
+        sz = self.scales_and_zeros.to(dtype)
+        scale = sz[..., 0].t().repeat_interleave(GROUP, dim=1)
+        zero = sz[..., 1].t().repeat_interleave(GROUP, dim=1)
+        return (codes - 8) * scale + zero
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int4 groups of {GROUP}"
@@ -64,6 +80,19 @@ def pack(codes: torch.Tensor, device: str) -> torch.Tensor:
         tiles = next(t for t in (8, 4, 2, 1) if codes.shape[1] % (t * 16) == 0)
         return torch.ops.aten._convert_weight_to_int4pack(pairs, tiles)
     return torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.contiguous(), 1)
+
+
+def unpack_cpu(packed: torch.Tensor, out: int, inp: int) -> torch.Tensor:
+    """Codes [out, in] back from the CPU kernel's layout: per block of 32 output rows, per input,
+    16 bytes holding rows j (low nibble) and j + 16 (high). `probe` checks this on the running build
+    (UNPACK_OK) before any layer relies on it."""
+    flat = packed.view(out // 32, inp, 16)
+    both = torch.cat([flat & 15, flat >> 4], dim=2)  # [block, in, 32 rows]
+    return both.permute(0, 2, 1).reshape(out, inp)
+
+
+UNPACK_OK = [False]
+"""Whether unpack_cpu reads this build's layout (set by probe); without it prefill stays on the kernel."""
 
 
 def from_arrays(codes: np.ndarray, scale: np.ndarray, zero: np.ndarray, bias, device: str) -> Int4Linear:
@@ -90,6 +119,8 @@ def probe(codes: np.ndarray, scale: np.ndarray, zero: np.ndarray, device: str) -
         layer = from_arrays(codes, scale, zero, None, device)
         dense = torch.from_numpy(dequantize(codes, scale, zero)).to(device)
         x = torch.randn(4, codes.shape[1], generator=torch.Generator().manual_seed(0)).to(device)
+        if device == "cpu" and codes.shape[0] % 32 == 0:
+            UNPACK_OK[0] = torch.equal(unpack_cpu(layer.packed, *codes.shape), torch.from_numpy(codes).to(torch.uint8))
         with torch.inference_mode():
             got, want = layer(x).float(), x @ dense.t()
             error = float((got - want).abs().max() / want.abs().max().clamp_min(1e-12))

@@ -54,17 +54,25 @@ def test_q4_blocks_map_exactly_onto_scale_and_zero_groups(kind):
     np.testing.assert_allclose(w.dequantize(), reference, rtol=1e-5, atol=1e-6)
 
 
+def test_codes_read_back_from_the_cpu_kernels_layout():
+    codes = np.random.default_rng(3).integers(0, 16, (96, 512), dtype=np.uint8)
+    packed = torch_int4.pack(torch.from_numpy(codes), "cpu")
+    assert torch.equal(torch_int4.unpack_cpu(packed, 96, 512), torch.from_numpy(codes))
+
+
 @pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q4_K"])
-def test_int4_linear_equals_the_dequantized_reference(kind):
+@pytest.mark.parametrize("rows", [5, 64])  # decode through the kernel; prefill through the expanded weight
+def test_int4_linear_equals_the_dequantized_reference(kind, rows):
     rng = np.random.default_rng(2)
     w = read_int4(_Tensor(kind, 96, 512, _blocks(kind, 96, 512, rng)))
     bias = torch.nn.Parameter(torch.randn(96), requires_grad=False)
     layer = torch_int4.from_arrays(w.codes, w.scale, w.zero, bias, "cpu")
-    x = torch.randn(3, 5, 512)
+    assert torch_int4.probe(w.codes, w.scale, w.zero, "cpu")[0] is None
+    x = torch.randn(3, rows, 512)
     with torch.inference_mode():
         got = layer(x)
         want = x @ torch.from_numpy(w.dequantize()).t() + bias
-    assert got.dtype == x.dtype and got.shape == (3, 5, 96)
+    assert got.dtype == x.dtype and got.shape == (3, rows, 96)
     assert float((got - want).abs().max() / want.abs().max()) < 0.02
 
 
