@@ -7,7 +7,14 @@
             print(chunk.text, end="")
 
 The engine imports neither Qt nor SQLite; the app sees it only through these names.
+
+Importing the engine before torch lets it set OpenMP's wait policy (OMP_WAIT_POLICY=PASSIVE, only if
+unset) so decode degrades gently on a busy machine; see engine/backends/torch_threads.py.
 """
+
+from .backends.torch_threads import prepare_environment as _prepare_environment
+
+_prepare_environment()  # before anything below can import torch
 
 from .engine import Engine
 from .errors import ContextOverflowError, EngineError

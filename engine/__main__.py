@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    bench.add_argument("--prefill-tokens", type=int, default=2000, help="prompt length the prefill figures use")
+    bench.add_argument("--contended", action="store_true",
+                       help="also decode beside a CPU-bound process on one core, and two engine processes at once")
 
     from .server.cli import add_parser as add_serve_parser
 

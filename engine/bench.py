@@ -14,6 +14,8 @@ import threading
 import time
 
 from . import Engine, EngineConfig, SamplingParams, backends
+from .bench_bf16 import bf16_figures
+from .bench_contended import decode_contended, decode_two_procs
 from .bench_library import LibraryModel
 from .errors import EngineError
 
@@ -32,7 +34,9 @@ def run_bench(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         try:
-            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say)
+            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
+                                          contended=getattr(args, "contended", False),
+                                          prefill_tokens=getattr(args, "prefill_tokens", 2000))
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -47,17 +51,26 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say) -> dict:
-    """Every figure for one backend. Raises EngineError when the model does not load on it."""
+def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say,
+                  contended: bool = False, prefill_tokens: int = 2000) -> dict:
+    """Every figure for one backend. Raises EngineError when the model does not load on it.
+    contended: also decode beside a busy process and beside a second engine process."""
     started = time.perf_counter()
     engine = Engine.load(model, EngineConfig(backend=backend, dtype=dtype))
     load_s = time.perf_counter() - started
     with engine:
         say(f"loaded {engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}) in {load_s:.1f} s")
-        prefill = measure_prefill(engine)
+        say(f"dtype {engine.dtype_reason}" + (f"; {engine.quantized}" if engine.quantized else ""))
+        prefill = measure_prefill(engine, prefill_tokens)
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
+        extra = {}
+        if contended:
+            extra["decode_tok_s_contended"] = round(decode_contended(engine, tokens, measure_decode), 2)
+            say(f"decode beside a busy core: {extra['decode_tok_s_contended']:.1f} tok/s")
+            extra["decode_tok_s_two_procs"] = round(decode_two_procs(model, backend, dtype, tokens), 2)
+            say(f"decode, two engine processes at once: {extra['decode_tok_s_two_procs']:.1f} tok/s (slower)")
         aggregate, per_session, unbatched = {}, {}, {}
         # The same work with the scheduler forced to one session a forward (max_batch=1), measured
         # right after each batched figure: on a shared machine, only figures taken close together compare.
@@ -80,13 +93,21 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
         linear_cost = library.linear_row_cost(BUSY)
         del library
         cap = engine.capacity()
+        extra.update(bf16_figures(model, backend, tokens, lambda e: measure_prefill(e, prefill_tokens),
+                                  measure_decode, measure_concurrent))
+        if "decode_tok_s_bf16" in extra:
+            say(f"dense bfloat16: prefill {extra['prefill_tok_s_bf16']:.0f} tok/s, decode "
+                f"{extra['decode_tok_s_bf16']:.1f}, {BUSY} sessions {extra['aggregate8_tok_s_bf16']:.1f} tok/s")
         return {
             "model": engine.model.name,
             "backend": engine.backend,
             "device": engine.device,
             "dtype": engine.dtype,
+            "dtype_reason": engine.dtype_reason,
+            "quantized": engine.quantized,
             "load_s": round(load_s, 2),
             "prefill_tok_s": round(prefill, 1),
+            "prefill_tokens": prefill_tokens,
             "decode_tok_s": round(decode, 2),
             "aggregate_tok_s": _rounded(aggregate),
             "per_session_tok_s": _rounded(per_session),
@@ -101,6 +122,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "bytes_per_session": cap.bytes_per_session,
             "max_context": engine.config.max_context,
             "peak_rss_bytes": peak_rss_bytes(),
+            **extra,
         }
 
 
@@ -108,8 +130,8 @@ def _rounded(figures: dict[int, float]) -> dict[str, float]:
     return {str(n): round(v, 2) for n, v in figures.items()}
 
 
-def measure_prefill(engine: Engine, tokens: int = 480) -> float:
-    ids = engine.tokenizer(PREFILL_TEXT * 40, add_special_tokens=False).input_ids[:tokens]
+def measure_prefill(engine: Engine, tokens: int = 2000) -> float:
+    ids = engine.tokenizer(PREFILL_TEXT * (tokens // 10), add_special_tokens=False).input_ids[:tokens]
     with engine.open_session() as s:
         list(s.generate(ids[:8], SamplingParams(temperature=0, max_tokens=1)))  # warm-up
         s.reset()
@@ -193,12 +215,40 @@ def peak_rss_bytes() -> int:
         return getattr(psutil.Process().memory_info(), "peak_wset", 0)
 
 
+def comparison_rows(f: dict) -> list[tuple[str, str]]:
+    """Rows for the figures only some runs have: beside a busy neighbour, and against dense bfloat16."""
+    rows = []
+    quiet = f["decode_tok_s"]
+    if "decode_tok_s_contended" in f:
+        rows.append(("decode, busy core beside", f"{f['decode_tok_s_contended']:.1f} tok/s "
+                                                 f"({f['decode_tok_s_contended'] / quiet:.2f}× quiet)"))
+        rows.append(("decode, 2 engine procs", f"{f['decode_tok_s_two_procs']:.1f} tok/s, the slower "
+                                               f"({f['decode_tok_s_two_procs'] / quiet:.2f}× quiet)"))
+    if "decode_tok_s_bf16" in f:
+        one8 = f["aggregate_tok_s"].get(str(BUSY))
+        rows += [
+            ("dense bfloat16", f"prefill {f['prefill_tok_s_bf16']:.0f} tok/s "
+                               f"(auto ÷ bf16 = {f['prefill_tok_s'] / f['prefill_tok_s_bf16']:.2f})"),
+            ("", f"decode {f['decode_tok_s_bf16']:.1f} tok/s (÷ = {quiet / f['decode_tok_s_bf16']:.2f}); "
+                 f"weights {f['weights_bytes_bf16'] / 2**20:.1f} MiB "
+                 f"(÷ = {f['weights_bytes'] / f['weights_bytes_bf16']:.2f})"),
+        ]
+        if one8:
+            rows.append(("", f"{BUSY} sessions {f['aggregate8_tok_s_bf16']:.1f} tok/s aggregate "
+                             f"(÷ = {one8 / f['aggregate8_tok_s_bf16']:.2f})"))
+    return rows
+
+
 def print_table(f: dict) -> None:
     rows = [
         ("model", f"{f['model']} on {f['backend']}/{f['device']} ({f['dtype']})"),
+        ("dtype", f["dtype_reason"] + (f"; {f['quantized']}" if f["quantized"] else "")),
         ("load", f"{f['load_s']:.2f} s"),
-        ("prefill", f"{f['prefill_tok_s']:.0f} tok/s"),
+        (f"prefill, {f['prefill_tokens']} tokens", f"{f['prefill_tok_s']:.0f} tok/s"),
         ("decode, 1 session", f"{f['decode_tok_s']:.1f} tok/s"),
+    ]
+    rows += comparison_rows(f)
+    rows += [
         ("plain library decode", f"{f['library_decode_tok_s']:.1f} tok/s (engine ÷ library = {f['decode_vs_library']})"),
     ]
     one = f["aggregate_tok_s"].get("1")

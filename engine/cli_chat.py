@@ -24,7 +24,8 @@ def run_chat(args: argparse.Namespace) -> int:
     cap = engine.capacity()
     print(
         f"\n{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
-        f"weights {cap.weights_bytes / 2**20:.0f} MiB. /reset starts over, /quit leaves.",
+        f"weights {cap.weights_bytes / 2**20:.0f} MiB{' ' + engine.quantized if engine.quantized else ''}.\n"
+        f"dtype {engine.dtype_reason}. /reset starts over, /quit leaves.",
         file=sys.stderr,
     )
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens)

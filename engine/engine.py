@@ -105,6 +105,16 @@ class Engine:
         return self._worker.backend.dtype
 
     @property
+    def dtype_reason(self) -> str:
+        """Why `dtype`, in one line: e.g. "float32: this CPU has no native bfloat16 (AVX2)"."""
+        return getattr(self._worker.backend, "dtype_reason", "") or f"{self.dtype}: as the backend loads"
+
+    @property
+    def quantized(self) -> str:
+        """Which weights are held 4-bit, e.g. "int4: 210 of 211 linear layers"; "" when none."""
+        return getattr(self._worker.backend, "quantized", "")
+
+    @property
     def model(self) -> ModelFolder:
         return self._worker.model
 
@@ -187,7 +197,7 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
     model = resolve(source, progress=lambda f, m: report(0.5 * f, m))
     capacity.check_config(model.config, model.name)
     config = _fit_context(config, model)
-    backend = backends.create(config.backend, config.device, config.dtype)
+    backend = backends.create(config.backend, config.device, config.dtype, config.quantize)
     report(0.5, f"loading {model.name} with {backend.name}")
     backend.load(model.path, model.config)
     codec = TextCodec(model.path)

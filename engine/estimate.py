@@ -6,7 +6,8 @@
     print(e.weights_bytes, e.bytes_per_session)
 
 Only headers and metadata are read (safetensors headers, GGUF fields through the memory-mapped
-`gguf.GGUFReader`): no tensor data, no torch, no conversion. The figures are those `Engine.capacity()`
+`gguf.GGUFReader`): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
+machine's hardware computes in). The figures are those `Engine.capacity()`
 reports once the same source is loaded with the same dtype and max_context.
 """
 
@@ -19,7 +20,8 @@ from pathlib import Path
 from . import backends
 from .capacity import DTYPE_BYTES, bytes_per_session
 from .errors import ModelLoadError
-from .models.gguf_convert import SUPPORTED_ARCHITECTURES
+from .models.gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
+from .models.gguf_int4 import is_int4
 from .models.sources import check_folder, locate
 from .types import EngineConfig
 
@@ -27,6 +29,8 @@ from .types import EngineConfig
 _ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U64": 8, "I32": 4, "U32": 4,
              "I16": 2, "U16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 _ST_FLOATS = {"F64", "F32", "F16", "BF16"}
+INT4_BYTES_PER_32 = 16 + 2 * 2
+"""Bytes per 32 weights held in int4: 16 of codes, a bfloat16 scale and a bfloat16 zero."""
 
 
 @dataclass(frozen=True)
@@ -47,21 +51,30 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     """Estimate weights and per-session bytes of `source` without loading its weights.
 
     source: "bundled:<name>", a Hugging Face or MLX folder, or a .gguf file (as `Engine.load`).
-    dtype: "auto" means the dtype the platform's default backend loads in (bfloat16 on torch,
-    float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
+    dtype: "auto" means the dtype the platform's default backend loads in (on torch: bfloat16 where
+    the hardware has it, else float16 on CUDA, float32 on CPU; float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
     InvalidRequestError for a bad dtype or max_context.
     """
     EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
     dtype = auto_dtype() if dtype == "auto" else dtype
     kind, path, name = locate(source)
+    if kind == "folder" and backends.default_backend() == "torch" and (origin := gguf_source(path)):
+        kind, path = "gguf", origin  # a converted folder: torch reads its weights from the .gguf
     if kind == "gguf":
         return _from_gguf(path, name, max_context, dtype)
     return replace(_from_folder(path, max_context, dtype), name=name)
 
 
 def auto_dtype() -> str:
-    """The dtype "auto" loads in with the platform's default backend and device."""
-    return "float16" if backends.default_backend() == "mlx" else "bfloat16"
+    """The dtype "auto" loads in with the platform's default backend and device: on torch, the one
+    `choose_dtype` picks for this machine (the backend asks the same function)."""
+    if backends.default_backend() == "mlx":
+        return "float16"
+    if not backends.is_installed("torch"):
+        return "float32"
+    from .backends.torch_dtype import auto_device, choose_dtype
+
+    return choose_dtype(auto_device()).dtype
 
 
 def _from_folder(path: Path, max_context: int, dtype: str) -> MemoryEstimate:
@@ -93,16 +106,19 @@ def _loaded_bytes(key: str, shape: list[int], st_dtype: str, dtype: str, quantiz
 
 def _from_gguf(path: Path, name: str, max_context: int, dtype: str) -> MemoryEstimate:
     stat = path.stat()
-    config_items, elements = _gguf_facts(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    # The project dequantizes GGUF weights to float16, then the backend loads them in `dtype`.
-    return MemoryEstimate(elements * DTYPE_BYTES[dtype], _per_session(dict(config_items), dtype, max_context),
-                          max_context, name)
+    config_items, elements, int4_elements = _gguf_facts(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if backends.default_backend() == "mlx":  # MLX loads the dequantized float16 folder, all in `dtype`
+        int4_elements = 0
+    # torch keeps Q4_0/Q4_1/Q4_K tensors 4-bit (half a byte per weight plus a bfloat16 scale and zero
+    # per 32) and dequantizes the rest into `dtype`.
+    weights = (elements - int4_elements) * DTYPE_BYTES[dtype] + int4_elements * INT4_BYTES_PER_32 // 32
+    return MemoryEstimate(weights, _per_session(dict(config_items), dtype, max_context), max_context, name)
 
 
 @functools.lru_cache(maxsize=16)
-def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int]:
-    """(config items for capacity, total tensor elements) of a GGUF file; cached per file version,
-    since parsing a GGUF's tokenizer fields takes seconds."""
+def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int, int]:
+    """(config items for capacity, total tensor elements, elements in 4-bit group formats) of a GGUF
+    file; cached per file version, since parsing a GGUF's tokenizer fields takes seconds."""
     import gguf
 
     try:
@@ -133,7 +149,8 @@ def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int]:
         "head_dim": int(field(f"{arch}.attention.key_length") or int(hidden) // int(heads)),
     }
     elements = sum(int(t.n_elements) for t in reader.tensors)
-    return tuple(sorted(config.items())), elements
+    int4_elements = sum(int(t.n_elements) for t in reader.tensors if is_int4(t))
+    return tuple(sorted(config.items())), elements, int4_elements
 
 
 def _per_session(config: dict, dtype: str, max_context: int) -> int:

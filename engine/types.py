@@ -20,7 +20,8 @@ class EngineConfig:
     device: str = "auto"
     """"cuda", "cpu", "metal" or "auto" (the best the backend has)."""
     dtype: str = "auto"
-    """"float32", "bfloat16", "float16" or "auto" (bfloat16 on torch, float16 on Metal, float32 on MLX CPU)."""
+    """"float32", "bfloat16", "float16" or "auto" (torch: bfloat16 where the hardware has it, float16 on
+    older CUDA GPUs, float32 on other CPUs; float16 on Metal, float32 on MLX CPU)."""
     max_context: int = 4096
     """Most tokens one session may hold (prompt and reply together)."""
     max_sessions: Optional[int] = None
@@ -31,6 +32,10 @@ class EngineConfig:
     """Most prompt tokens fed in one forward, so a long prompt never stalls other sessions for long."""
     max_batch: int = 32
     """Most decoding sessions stepped together in one forward; 1 steps one session per forward."""
+    quantize: Optional[str] = None
+    """Weight format on torch. None: as the source holds them (a GGUF's Q4_0/Q4_1/Q4_K tensors stay
+    4-bit, the rest dense); "int4": also quantize a dense folder's linear layers at load (groups of 32);
+    "none": everything dense (a GGUF fully dequantized). MLX ignores it."""
     deterministic: bool = False
     """Every session's tokens exactly as if it ran alone, in any dtype, by stepping one session per
     forward: in bfloat16 a batched forward can round differently and flip a near-tie. Costs the
@@ -55,6 +60,8 @@ class EngineConfig:
             raise InvalidRequestError(f"device must be auto, cuda, cpu or metal, not {self.device!r}")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise InvalidRequestError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
+        if self.quantize not in (None, "int4", "none"):
+            raise InvalidRequestError(f"quantize must be None, 'int4' or 'none', not {self.quantize!r}")
         if self.max_context < 16:
             raise InvalidRequestError(f"max_context must be at least 16, not {self.max_context}")
         if self.max_sessions is not None and self.max_sessions < 1:

@@ -10,7 +10,7 @@ import importlib.util
 import platform
 import sys
 from pathlib import Path
-from typing import Any, ContextManager, Protocol
+from typing import Any, ContextManager, Optional, Protocol
 
 import numpy as np
 
@@ -26,6 +26,8 @@ class Backend(Protocol):
     """"cuda", "cpu" or "metal"."""
     dtype: str
     """Name of the dtype weights and state are held in, e.g. "bfloat16"."""
+    dtype_reason: str
+    """Why that dtype, in one line, e.g. "float32: this CPU has no native bfloat16 (AVX2)"."""
     weights_nbytes: int
 
     def load(self, folder: Path, config: dict) -> None:
@@ -92,15 +94,16 @@ def default_backend() -> str:
     return "torch"
 
 
-def create(name: str, device: str, dtype: str) -> Backend:
-    """Instantiate (without loading) the backend `name` ("auto" picks the platform's)."""
+def create(name: str, device: str, dtype: str, quantize: Optional[str] = None) -> Backend:
+    """Instantiate (without loading) the backend `name` ("auto" picks the platform's).
+    `quantize` (EngineConfig.quantize) applies to torch only."""
     name = default_backend() if name == "auto" else name
     if name == "torch":
         if not is_installed("torch"):
             raise ModelLoadError("the torch backend needs PyTorch, which is not installed")
         from .torch import TorchBackend
 
-        return TorchBackend(device, dtype)
+        return TorchBackend(device, dtype, quantize)
     if name == "mlx":
         if not is_installed("mlx"):
             raise ModelLoadError("the mlx backend needs mlx and mlx-lm, which are not installed")

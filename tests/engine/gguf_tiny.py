@@ -1,0 +1,68 @@
+"""A tiny llama GGUF written by the tests: the bundled model's tokenizer fields, seeded random weights
+whose linear layers are stored in 4-bit formats (Q4_0, Q4_1) and the rest in F32 / Q8_0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+HIDDEN, FFN, LAYERS, HEADS, KV_HEADS = 64, 128, 2, 4, 2
+VOCAB = 1024
+"""The bundled tokenizer's first VOCAB tokens (bytes, specials and the first merges' results): writing
+and converting the full 49,152-token vocabulary takes tens of seconds."""
+LINEARS = {  # name: ([out, in], format)
+    "attn_q": ([HIDDEN, HIDDEN], "Q4_0"),
+    "attn_k": ([HIDDEN // HEADS * KV_HEADS, HIDDEN], "Q4_1"),
+    "attn_v": ([HIDDEN // HEADS * KV_HEADS, HIDDEN], "Q4_1"),
+    "attn_output": ([HIDDEN, HIDDEN], "Q4_0"),
+    "ffn_gate": ([FFN, HIDDEN], "Q4_1"),
+    "ffn_up": ([FFN, HIDDEN], "Q4_1"),
+    "ffn_down": ([HIDDEN, FFN], "Q4_0"),
+}
+LINEAR_ELEMENTS = LAYERS * sum(shape[0] * shape[1] for shape, _ in LINEARS.values())
+
+
+def write_tiny_gguf(path: Path, bundled: Path, seed: int = 0) -> Path:
+    import gguf
+    from gguf.quants import quantize
+
+    reader = gguf.GGUFReader(str(bundled))
+    writer = gguf.GGUFWriter(str(path), "llama")
+    sizes = {"llama.block_count": LAYERS, "llama.embedding_length": HIDDEN, "llama.feed_forward_length": FFN,
+             "llama.attention.head_count": HEADS, "llama.attention.head_count_kv": KV_HEADS,
+             "llama.rope.dimension_count": HIDDEN // HEADS, "llama.context_length": 2048}
+    tokens = reader.fields["tokenizer.ggml.tokens"].contents()[:VOCAB]
+    known = set(tokens)
+    merges = [m for m in reader.fields["tokenizer.ggml.merges"].contents()
+              if m.replace(" ", "", 1) in known and all(part in known for part in m.split(" ", 1))]
+    sizes.update({"llama.vocab_size": VOCAB, "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.merges": merges,
+                  "tokenizer.ggml.token_type": reader.fields["tokenizer.ggml.token_type"].contents()[:VOCAB]})
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        types = field.types
+        value = sizes.get(key, field.contents())
+        writer.add_key_value(key, value, types[0], sub_type=types[1] if len(types) > 1 else None)
+    rng = np.random.default_rng(seed)
+    vocab = VOCAB
+
+    def add(name: str, w: np.ndarray, kind: str = "F32") -> None:
+        if kind == "F32":
+            writer.add_tensor(name, w.astype(np.float32))
+        else:
+            qtype = gguf.GGMLQuantizationType[kind]
+            writer.add_tensor(name, quantize(w.astype(np.float32), qtype), raw_dtype=qtype)
+
+    add("token_embd.weight", rng.standard_normal((vocab, HIDDEN)) * 0.5, "Q8_0")
+    add("output_norm.weight", 1 + 0.1 * rng.standard_normal(HIDDEN))
+    for i in range(LAYERS):
+        add(f"blk.{i}.attn_norm.weight", 1 + 0.1 * rng.standard_normal(HIDDEN))
+        add(f"blk.{i}.ffn_norm.weight", 1 + 0.1 * rng.standard_normal(HIDDEN))
+        for part, (shape, kind) in LINEARS.items():
+            add(f"blk.{i}.{part}.weight", rng.standard_normal(shape) * 0.3, kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

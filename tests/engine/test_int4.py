@@ -1,0 +1,144 @@
+"""4-bit weights: GGUF Q4 tensors load into torch's int4 matmul as they are, and fall back to dense
+(with the reason logged) where the kernel is missing or slow."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from engine import Engine, EngineConfig, SamplingParams, estimate_memory
+from engine.backends import torch_int4
+from engine.errors import InvalidRequestError
+from engine.models.gguf_int4 import read_int4
+from engine.models.sources import bundled_gguf
+
+from tests.engine.gguf_tiny import LINEAR_ELEMENTS, write_tiny_gguf
+
+
+class _Tensor:
+    """The parts of a GGUFReader tensor that read_int4 uses."""
+
+    def __init__(self, kind: str, rows: int, cols: int, data: np.ndarray) -> None:
+        import gguf
+
+        self.name, self.tensor_type = "t", gguf.GGMLQuantizationType[kind]
+        self.shape, self.data = np.array([cols, rows]), data
+
+
+def _blocks(kind: str, rows: int, cols: int, rng) -> np.ndarray:
+    import gguf
+
+    if kind == "Q4_K":  # the gguf package cannot quantize Q4_K: random valid blocks instead
+        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType.Q4_K]
+        data = rng.integers(0, 256, (rows, cols // block, size), dtype=np.uint8)
+        data[..., :4] = np.frombuffer(rng.uniform(0.001, 0.05, (rows, cols // block, 2)).astype(np.float16).tobytes(),
+                                      np.uint8).reshape(rows, cols // block, 4)
+        return data.reshape(rows, -1)
+    return gguf.quants.quantize(rng.standard_normal((rows, cols)).astype(np.float32), gguf.GGMLQuantizationType[kind])
+
+
+@pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q4_K"])
+def test_q4_blocks_map_exactly_onto_scale_and_zero_groups(kind):
+    from gguf.quants import dequantize
+
+    rng = np.random.default_rng(1)
+    rows, cols = 8, 512
+    data = _blocks(kind, rows, cols, rng)
+    tensor = _Tensor(kind, rows, cols, data)
+    reference = dequantize(data, tensor.tensor_type).reshape(rows, cols)
+    w = read_int4(tensor)
+    assert w.codes.max() <= 15 and w.scale.shape == (rows, cols // 32)
+    np.testing.assert_allclose(w.dequantize(), reference, rtol=1e-5, atol=1e-6)
+
+
+def test_codes_read_back_from_the_cpu_kernels_layout():
+    codes = np.random.default_rng(3).integers(0, 16, (96, 512), dtype=np.uint8)
+    packed = torch_int4.pack(torch.from_numpy(codes), "cpu")
+    assert torch.equal(torch_int4.unpack_cpu(packed, 96, 512), torch.from_numpy(codes))
+
+
+@pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q4_K"])
+@pytest.mark.parametrize("rows", [5, 64])  # decode through the kernel; prefill through the expanded weight
+def test_int4_linear_equals_the_dequantized_reference(kind, rows):
+    rng = np.random.default_rng(2)
+    w = read_int4(_Tensor(kind, 96, 512, _blocks(kind, 96, 512, rng)))
+    bias = torch.nn.Parameter(torch.randn(96), requires_grad=False)
+    layer = torch_int4.from_arrays(w.codes, w.scale, w.zero, bias, "cpu")
+    assert torch_int4.probe(w.codes, w.scale, w.zero, "cpu")[0] is None
+    x = torch.randn(3, rows, 512)
+    with torch.inference_mode():
+        got = layer(x)
+        want = x @ torch.from_numpy(w.dequantize()).t() + bias
+    assert got.dtype == x.dtype and got.shape == (3, rows, 96)
+    assert float((got - want).abs().max() / want.abs().max()) < 0.02
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory):
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", bundled_gguf("smollm2-135m-instruct"))
+
+
+@pytest.fixture
+def cache(tmp_path_factory, monkeypatch):
+    # One conversion (config and tokenizer) per test session: it is the slow part.
+    monkeypatch.setenv("CONFAB_CACHE", str(tmp_path_factory.getbasetemp() / "int4-cache"))
+
+
+def _reply(engine: Engine) -> list[int]:
+    with engine.open_session() as s:
+        chunks = list(s.chat([{"role": "user", "content": "hello"}], SamplingParams(temperature=0, max_tokens=6,
+                                                                                    ignore_stop=True)))
+    return [t for c in chunks for t in c.token_ids]
+
+
+def test_a_q4_gguf_loads_4bit_and_answers(tiny_gguf, cache, make_engine):
+    engine = make_engine(tiny_gguf, "torch", dtype="float32")
+    dense = make_engine(tiny_gguf, "torch", dtype="float32", quantize="none")
+    assert engine.quantized.startswith("int4: 14 of 15 linear layers")  # the tied output head is Q8_0
+    assert dense.quantized == ""
+    assert len(_reply(engine)) == 6
+    # Each 4-bit weight costs 5/8 of a byte (a half-byte code, a bfloat16 scale and zero per 32)
+    # instead of 4: 0.16x of float32, 0.31x of bfloat16; everything else is as dense.
+    saved = dense.capacity().weights_bytes - engine.capacity().weights_bytes
+    assert saved == LINEAR_ELEMENTS * 4 - LINEAR_ELEMENTS * 5 // 8
+    estimate = estimate_memory(str(tiny_gguf), dtype="float32").weights_bytes
+    assert estimate == pytest.approx(engine.capacity().weights_bytes, rel=0.001)  # buffers (rotary) aside
+
+
+@pytest.mark.parametrize("broken, reason", [
+    ("missing", "the int4 kernel is not usable here (RuntimeError: simulated: no such op)"),
+    ("slow", "the int4 kernel is slow here"),
+])
+def test_a_missing_or_slow_kernel_falls_back_to_dense(tiny_gguf, cache, make_engine, monkeypatch, caplog,
+                                                       broken, reason):
+    if broken == "missing":
+        def no_kernel(*args, **kwargs):
+            raise RuntimeError("simulated: no such op")
+
+        monkeypatch.setattr(torch_int4, "pack", no_kernel)
+    else:
+        monkeypatch.setattr(torch_int4, "MAX_SLOWDOWN", 0.0)
+    with caplog.at_level(logging.WARNING, logger="engine.backends.torch_gguf"):
+        engine = make_engine(tiny_gguf, "torch", dtype="float32")
+    dense = make_engine(tiny_gguf, "torch", dtype="float32", quantize="none")
+    assert engine.quantized == ""
+    assert f"loading the GGUF's 4-bit tensors dense: {reason}" in caplog.text
+    assert engine.capacity().weights_bytes == dense.capacity().weights_bytes
+    assert _reply(engine) == _reply(dense)
+
+
+def test_a_dense_folder_can_be_quantized_at_load(make_engine, tiny_models):
+    dense = make_engine(tiny_models["llama"], "torch")
+    engine = make_engine(tiny_models["llama"], "torch", quantize="int4")
+    assert engine.quantized == "int4: 14 decoder linear layers, quantized at load"
+    assert engine.capacity().weights_bytes < dense.capacity().weights_bytes
+    assert len(_reply(engine)) == 6
+
+
+@pytest.mark.parametrize("bad", ["int8", "4bit", ""])
+def test_quantize_is_validated(bad):
+    with pytest.raises(InvalidRequestError, match="quantize must be None, 'int4' or 'none'"):
+        EngineConfig(quantize=bad)

@@ -1,0 +1,62 @@
+"""Torch's thread count and OpenMP wait policy: set before torch loads, CONFAB_THREADS overrides."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from engine.backends.torch_threads import thread_count
+
+
+def test_confab_threads_overrides_the_count():
+    assert thread_count("3") == 3
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "many"])
+def test_bad_confab_threads_is_a_clear_error(bad):
+    with pytest.raises(ValueError, match="CONFAB_THREADS must be a positive integer"):
+        thread_count(bad)
+
+
+def test_default_count_is_the_usable_cores():
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert 1 <= thread_count("") <= usable
+
+
+def _run(code: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "CONFAB_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
+                         check=True, cwd=os.getcwd())
+    return out.stdout.strip()
+
+
+def test_importing_the_engine_first_sets_a_passive_wait_policy():
+    code = "import os, engine, torch; print(os.environ.get('OMP_WAIT_POLICY'))"
+    assert _run(code) == "PASSIVE"
+
+
+def test_the_users_own_policy_and_a_torch_imported_earlier_are_left_alone():
+    assert _run("import os, engine; print(os.environ['OMP_WAIT_POLICY'])", OMP_WAIT_POLICY="ACTIVE") == "ACTIVE"
+    assert _run("import os, torch, engine; print(os.environ.get('OMP_WAIT_POLICY'))") == "None"
+
+
+def test_engine_applies_confab_threads(tiny_models):
+    code = (
+        "import torch\nfrom engine import Engine, EngineConfig\n"
+        f"e = Engine.load({str(tiny_models['llama'])!r}, EngineConfig(backend='torch', dtype='float32'))\n"
+        "print(torch.get_num_threads()); e.close()"
+    )
+    assert _run(code, CONFAB_THREADS="1") == "1"
+
+
+def test_engine_refuses_a_bad_confab_threads(tiny_models):
+    code = (
+        "from engine import Engine, EngineConfig\nfrom engine.errors import ModelLoadError\n"
+        "try:\n"
+        f"    Engine.load({str(tiny_models['llama'])!r}, EngineConfig(backend='torch'))\n"
+        "except ModelLoadError as e:\n    print(e)"
+    )
+    assert "CONFAB_THREADS must be a positive integer" in _run(code, CONFAB_THREADS="zero")
