@@ -143,7 +143,10 @@ class ConfabApp(QObject):
         if old is not None:
             close_in_background(old)
         name = engine.model.name
-        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context)
+        precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
+        reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
+        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context,
+                              precision, reason)
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.set_ready(True)

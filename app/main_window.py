@@ -181,13 +181,19 @@ class MainWindow(QMainWindow):
         if state == "ready":
             self.progress.hide()
 
-    def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0) -> None:
-        """Show the loaded model (name, backend, device) and, from then on, its capacity and how
-        much of its context (`max_context` tokens) the conversation shown fills."""
+    def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0,
+                  precision: str = "", precision_reason: str = "") -> None:
+        """Show the loaded model (name, backend, device, the precision its weights compute in and
+        why) and, from then on, its capacity and how much of its context (`max_context` tokens) the
+        conversation shown fills."""
         self.chat.context_meter.set_limit(max_context)
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
-        self.model_label.setText(f"{name} · {backend}/{device}")
-        self.model_label.setToolTip(f"Model: {name}\nBackend: {backend}\nDevice: {device}")
+        where = f"{backend}/{device}" + (f" · {precision}" if precision else "")
+        self.model_label.setText(f"{name} · {where}")
+        tip = f"Model: {name}\nBackend: {backend}\nDevice: {device}"
+        if precision:
+            tip += f"\nPrecision: {precision_reason or precision}"
+        self.model_label.setToolTip(tip)
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
         self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
         self.figures.set_capacity_source(capacity)
