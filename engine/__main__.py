@@ -1,4 +1,4 @@
-"""Command line: `python -m engine chat` (interactive, streaming) and `python -m engine bench`."""
+"""Command line: `python -m engine chat` (interactive, streaming), `bench`, and `pull REPO[:FILE]`."""
 
 from __future__ import annotations
 
@@ -32,7 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    pull = sub.add_parser("pull", help="download a model from Hugging Face (resumable) and print its path")
+    pull.add_argument("spec", metavar="REPO[:FILE]", help="e.g. Qwen/Qwen2.5-0.5B-Instruct or ORG/NAME-GGUF:FILE.gguf")
+    pull.add_argument("--max-context", type=int, default=4096, help="context the memory estimate assumes")
+
     args = parser.parse_args(argv)
+    if args.command == "pull":
+        from .pull_cli import run_pull
+
+        return run_pull(args)
     if args.command == "chat":
         from .cli_chat import run_chat
 

@@ -134,3 +134,14 @@ def test_pause_keeps_the_partial_file_and_resumes(hub):
     hub.delay_per_chunk = 0
     assert Download("test-org/tiny-GGUF", ["tiny-Q4_K_M.gguf"]).run().read_bytes() == GGUF_BYTES
     assert hub.starts[-1] == ("tiny-Q4_K_M.gguf", kept)  # asked only for the missing bytes
+
+
+def test_pull_command_downloads_with_a_progress_bar(hub, capsys):
+    from engine.__main__ import main
+
+    assert main(["pull", "test-org/tiny-GGUF"]) == 0  # no file named: the Q4_K_M one
+    out, err = capsys.readouterr()
+    assert out.strip().endswith("tiny-Q4_K_M.gguf")
+    assert "100%" in err
+    assert main(["pull", "test-org/gated-llama:config.json"]) == 1
+    assert "gated" in capsys.readouterr().err
