@@ -173,6 +173,8 @@ class GetModelsDialog(QDialog):
         options: list[ModelOption] = list(result)  # type: ignore[arg-type]
         for o in options:
             memory = human_bytes(o.weights_bytes + (o.bytes_per_session or 0))
+            if o.bytes_per_session is None:  # no config.json: the conversation state is not known yet
+                memory = f"≥ {memory}"
             item = QTreeWidgetItem([o.label, human_bytes(o.size_bytes), memory, FIT_MARKS[o.fit]])
             item.setToolTip(3, o.reason)
             item.setData(0, DATA, o)

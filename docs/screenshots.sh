@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Screenshots for the README: the main window (light, dark) and the quick chat, on a sample data
+# Screenshots for the README: the main window (light, dark), the quick chat and Get models…, on a sample data
 # folder, in real windows on a virtual display. Needs Xvfb (Debian/Ubuntu: apt-get install xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py setup
-exec xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots docs
+# Model ▸ Get models… mid-download, against the tests' fake Hub (no network).
+exec xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m tests.hub.screenshot_get_models docs
