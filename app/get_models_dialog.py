@@ -65,6 +65,7 @@ class GetModelsDialog(QDialog):
         self._route = GuiRoute(self)
         self._download: Optional[HubDownload] = None
         self._option: Optional[ModelOption] = None
+        self._paused: Optional[ModelOption] = None
         self._wanted_repo = ""
         self.downloaded_source = ""
         """Path of the finished download; set when the user chooses "Load now"."""
@@ -198,6 +199,7 @@ class GetModelsDialog(QDialog):
             return
         download = self._download = HubDownload(option.repo_id, list(option.files),
                                                 progress=lambda p: self._route.post(self._progressed, p))
+        self._paused = option
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.progress_label.setText(f"Starting {option.label}…")
@@ -226,10 +228,15 @@ class GetModelsDialog(QDialog):
         if self._download is not None:
             self._download.pause()
             self.pause_button.setEnabled(False)
-        elif self._option is not None:
+        elif self._paused is not None:
+            self._option = self._paused
             self.start_download()
 
     def cancel(self) -> None:
+        """Cancel the running download, or remove the partial file of a paused one."""
+        if self._download is None and self._paused is not None:
+            self._option = self._paused
+            self.start_download()  # a download cancelled before its first byte cleans up and stops
         if self._download is not None:
             self._download.cancel()
             self.cancel_button.setEnabled(False)
@@ -238,6 +245,8 @@ class GetModelsDialog(QDialog):
     def _finished(self, download: HubDownload, result: object) -> None:
         self._download = None
         self.download_button.setEnabled(self._option is not None)
+        if not (isinstance(result, DownloadStopped) and not result.cancelled):
+            self._paused = None
         if isinstance(result, DownloadStopped):
             if result.cancelled:
                 self.progress.setVisible(False)
@@ -248,7 +257,7 @@ class GetModelsDialog(QDialog):
                 self.progress_label.setText("Paused. Resume continues where it stopped, even after a restart.")
                 self.pause_button.setText("&Resume")
                 self.pause_button.setEnabled(True)
-                self.cancel_button.setEnabled(False)
+                self.cancel_button.setEnabled(True)
             return
         self.pause_button.setVisible(False)
         self.cancel_button.setVisible(False)

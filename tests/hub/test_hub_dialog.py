@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from app.get_models_dialog import GetModelsDialog
 from app.model_discovery import find_models
+from engine.models.hub_download import repo_folder
 
 LLAMA = "test-org/tiny-llama"
 
@@ -65,6 +66,21 @@ def test_pause_resume_and_cancel(qtbot, hub):
     dialog.cancel()
     qtbot.waitUntil(lambda: "cancelled" in dialog.progress_label.text(), timeout=20000)
     assert not [c for c in find_models() if c.where == "Hugging Face cache"]
+    assert not any(repo_folder("test-org/tiny-GGUF").rglob("*.incomplete"))
+
+
+def test_cancel_while_paused_removes_the_partial_file(qtbot, hub):
+    dialog = _dialog(qtbot)
+    _search_and_pick(qtbot, dialog, "test-org/tiny-GGUF")
+    hub.delay_per_chunk = 0.02
+    dialog.start_download()
+    qtbot.waitUntil(lambda: dialog.progress.value() > 0, timeout=20000)
+    dialog.pause()
+    qtbot.waitUntil(lambda: dialog.pause_button.text() == "&Resume", timeout=20000)
+    assert any(repo_folder("test-org/tiny-GGUF").rglob("*.incomplete"))
+    dialog.cancel()
+    qtbot.waitUntil(lambda: "cancelled" in dialog.progress_label.text(), timeout=20000)
+    assert not any(repo_folder("test-org/tiny-GGUF").rglob("*.incomplete"))
 
 
 def test_gated_and_weightless_repos_say_why(qtbot, hub):

@@ -7,7 +7,8 @@ from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fix
 
 def test_first_start_page_links_to_get_models(qtbot, window):
     label = window.chat_view.empty_label
-    assert "tiny demo" in label.text() and "href" in label.text()
+    qtbot.waitUntil(lambda: "tiny demo" in label.text())  # set once the (empty) list has loaded
+    assert "href" in label.text()
     with qtbot.waitSignal(window.get_models_requested, timeout=2000):
         label.linkActivated.emit("get-models")
     with qtbot.waitSignal(window.get_models_requested, timeout=2000):
