@@ -46,3 +46,4 @@ def test_picker_deletes_a_downloaded_model_with_its_size_shown(qtbot, hub, monke
     assert not folder.exists()
     dialog.models.setCurrentItem(dialog.item(0))  # the bundled model cannot be deleted
     assert not dialog.delete_button.isEnabled()
+    dialog.reject()
