@@ -145,3 +145,27 @@ def test_pull_command_downloads_with_a_progress_bar(hub, capsys):
     assert "100%" in err
     assert main(["pull", "test-org/gated-llama:config.json"]) == 1
     assert "gated" in capsys.readouterr().err
+
+
+def test_a_model_too_big_for_free_memory_is_marked(hub, monkeypatch):
+    monkeypatch.setattr("engine.models.hub.free_memory", lambda: 1000)
+    option = repo_options(LLAMA)[0]
+    assert option.fit == "does not fit" and "memory" in option.reason
+
+
+def test_disk_filling_up_while_writing_is_named(hub, monkeypatch):
+    import errno
+    import io
+
+    real_open = open
+
+    class Full(io.BytesIO):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fake_open(path, mode="r", *a, **k):
+        return Full() if str(path).endswith(".incomplete") else real_open(path, mode, *a, **k)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    with pytest.raises(DiskFullError, match="disk is full"):
+        Download("test-org/tiny-GGUF", ["tiny-Q8_0.gguf"]).run()
