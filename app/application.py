@@ -78,6 +78,7 @@ class ConfabApp(QObject):
     def setup_signals(self) -> None:
         w = self.window
         w.load_model_requested.connect(self.pick_model)
+        w.get_models_requested.connect(self.get_models)
         w.settings_requested.connect(self.edit_settings)
         w.conversation_settings_requested.connect(self.edit_conversation_settings)
         w.chat.new_settings_requested.connect(self.edit_new_conversation_settings)
@@ -128,6 +129,13 @@ class ConfabApp(QObject):
         dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
             self.load(dialog.chosen_source())
+
+    def get_models(self) -> None:
+        from app.get_models_dialog import GetModelsDialog
+
+        dialog = GetModelsDialog(self.window, max_context=self.config.max_context)
+        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.downloaded_source:
+            self.load(dialog.downloaded_source)
 
     def _loaded(self, engine: Engine, source: str) -> None:
         old, self.engine, self.source = self.engine, engine, source

@@ -30,9 +30,20 @@ EMPTY_TEXT = (
     "<h2>Welcome to Confab</h2>"
     "<p>Chat with a language model that runs on this computer. Nothing you type leaves it.</p>"
     "<p>{model}</p>"
+    "{demo}"
     "<p style='color: gray'>Type below and press Enter. Ctrl+N starts another conversation; "
     "several can answer at the same time.</p>"
 )
+
+
+DEMO_NOTE = (
+    "<p>The bundled model is a tiny demo: quick, but its answers are often wrong. "
+    "<a href='get-models'>Get a better model…</a> (Model ▸ Get models…)</p>"
+)
+
+
+def empty_text(model: str, demo: bool) -> str:
+    return EMPTY_TEXT.format(model=model, demo=DEMO_NOTE if demo else "")
 
 
 class MainWindow(QMainWindow):
@@ -40,6 +51,8 @@ class MainWindow(QMainWindow):
 
     load_model_requested = Signal()
     """The user chose Model ▸ Load model… (the application shows the picker)."""
+    get_models_requested = Signal()
+    """Model ▸ Get models…, or the link on the first-start page (the application shows the dialog)."""
     settings_requested = Signal()
     """The user chose Settings… (Ctrl+,)."""
     conversation_settings_requested = Signal(int)
@@ -60,6 +73,7 @@ class MainWindow(QMainWindow):
         self.may_close: Callable[[], bool] = lambda: True
         """Asked before the window closes for real (the app asks about replies still running)."""
         self._model_text = "Loading the bundled model…"
+        self._demo = True
         self.setup_window()
         self.setup_widgets()
         self.setup_layout()
@@ -127,6 +141,8 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "Conversation &settings…", self._ask_conversation_settings)
         model_menu = bar.addMenu("&Model")
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
+        self.get_models_action = self._action(model_menu, "&Get models…", self.get_models_requested.emit)
+        self.chat_view.empty_label.linkActivated.connect(lambda _link: self.get_models_requested.emit())
 
     def setup_conversation_files(self, file_menu) -> None:
         self.files = ConversationFiles(self, self.bridge)
@@ -195,7 +211,8 @@ class MainWindow(QMainWindow):
             tip += f"\nPrecision: {precision_reason or precision}"
         self.model_label.setToolTip(tip)
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
-        self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
+        self._demo = "smollm2-135m" in name.lower()
+        self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))
         self.figures.set_capacity_source(capacity)
 
     def set_progress(self, fraction: float, message: str) -> None:
@@ -241,7 +258,7 @@ class MainWindow(QMainWindow):
         if select is not None and select != self.chat.current_id:
             self.show_conversation(select)
         elif self.chat.current_id is None and wanted is None:
-            self.chat_view.set_empty_text(EMPTY_TEXT.format(model=self._model_text))
+            self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))
 
     def _created(self, conversation_id: int) -> None:
         self.last_open_id = conversation_id

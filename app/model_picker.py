@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
@@ -24,6 +24,7 @@ from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
 from .bridge import GuiRoute
 from .file_dialogs import choose_folder, open_file
 from .model_discovery import ModelCandidate, find_models
+from .model_files import delete_downloaded
 from .settings_dialog import named
 
 SOURCE_ROLE = Qt.ItemDataRole.UserRole
@@ -108,6 +109,11 @@ class ModelPickerDialog(QDialog):
         row.addWidget(self.browse_folder)
         row.addWidget(self.open_gguf)
         row.addStretch(1)
+        self.delete_button = named(QPushButton("&Delete from disk…"), "Delete the selected downloaded model",
+                                   "Remove a model downloaded from Hugging Face, freeing its disk space")
+        self.delete_button.setEnabled(False)
+        self.delete_button.clicked.connect(self._delete)
+        row.addWidget(self.delete_button)
         layout.addLayout(row)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.load_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -212,6 +218,7 @@ class ModelPickerDialog(QDialog):
     # -- estimate ----------------------------------------------------------------------------------
     def _selected(self, item: Optional[QTreeWidgetItem]) -> None:
         self.load_button.setEnabled(item is not None)
+        self.delete_button.setEnabled(item is not None and item.text(1) == "Hugging Face cache")
         if item is None:
             self.estimate.setText("")
             return
@@ -250,6 +257,30 @@ class ModelPickerDialog(QDialog):
     def _accept_if_loadable(self) -> None:
         if self.load_button.isEnabled():
             self.accept()
+    # -- delete ------------------------------------------------------------------------------------
+    def confirm_delete(self, name: str, size: str) -> bool:
+        answer = QMessageBox.question(self, "Delete model", f"Delete {name} from disk? This frees {size}.")
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _delete(self) -> None:
+        item = self.models.currentItem()
+        if item is None or item.text(1) != "Hugging Face cache":
+            return
+        source = item.data(0, SOURCE_ROLE)
+        if source == self._current or not self.confirm_delete(item.text(0), item.text(2)):
+            if source == self._current:
+                self.status.setText("This model is loaded; load another one before deleting it.")
+            return
+        run_in_thread(self._route, lambda: delete_downloaded(source), lambda result: self._deleted(source, result))
+
+    def _deleted(self, source: str, result: object) -> None:
+        if isinstance(result, Exception):
+            self.status.setText(f"Could not delete: {result}")
+            return
+        item = self._find(source)
+        if item is not None:
+            self.models.takeTopLevelItem(self.models.indexOfTopLevelItem(item))
+        self.status.setText(f"Deleted; {human_bytes(int(result))} freed.")  # type: ignore[call-overload]
 
     def chosen_source(self) -> str:
         """Source string of the selected entry ("" when none is selected)."""

@@ -20,12 +20,23 @@ from .engine import Engine
 from .errors import ContextOverflowError, EngineError
 from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
+from .models.hub import Hit as SearchHit
+from .models.hub import Option as ModelOption
+from .models.hub import curated as curated_models
+from .models.hub import repo_options
+from .models.hub import search as search_models
+from .models.hub_download import Download as HubDownload
+from .models.hub_download import Progress as DownloadProgress
 from .session import Session, Stream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
 
 __all__ = [
     "DEFAULT_MODEL",
     "Capacity",
+    "DownloadProgress",
+    "HubDownload",
+    "ModelOption",
+    "SearchHit",
     "Chunk",
     "ContextOverflowError",
     "EngineError",
@@ -36,5 +47,8 @@ __all__ = [
     "SamplingParams",
     "Session",
     "Stream",
+    "curated_models",
     "estimate_memory",
+    "repo_options",
+    "search_models",
 ]

@@ -1,5 +1,5 @@
-"""Command line: `python -m engine chat` (interactive, streaming), `python -m engine bench` and
-`python -m engine serve` (the OpenAI-compatible HTTP server)."""
+"""Command line: `python -m engine chat` (interactive, streaming), `bench`, `serve` (the
+OpenAI-compatible HTTP server) and `pull REPO[:FILE]` (download from Hugging Face)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,19 @@ def main(argv: list[str] | None = None) -> int:
 
     add_serve_parser(sub)
 
+    pull = sub.add_parser("pull", help="download a model from Hugging Face (resumable) and print its path")
+    pull.add_argument("spec", metavar="REPO[:FILE]", help="e.g. Qwen/Qwen2.5-0.5B-Instruct or ORG/NAME-GGUF:FILE.gguf")
+    pull.add_argument("--max-context", type=int, default=4096, help="context the memory estimate assumes")
+
     args = parser.parse_args(argv)
     if args.command == "serve":
         from .server.cli import run_serve
 
         return run_serve(args)
+    if args.command == "pull":
+        from .pull_cli import run_pull
+
+        return run_pull(args)
     if args.command == "chat":
         from .cli_chat import run_chat
 

@@ -38,3 +38,39 @@ class InvalidRequestError(EngineError):
 
 class StateFileError(EngineError):
     """A saved session state is unreadable or belongs to another model."""
+
+
+class DownloadError(EngineError):
+    """A model download from Hugging Face failed; each cause below has its own class."""
+
+
+class DiskFullError(DownloadError):
+    """Not enough free disk space for the download (checked before and while writing)."""
+
+
+class NetworkError(DownloadError):
+    """The connection failed or was cut; the partial file is kept and the next try resumes it."""
+
+
+class AccessDeniedError(DownloadError):
+    """401/403: the repo is gated or private; accept its terms on the Hub and set a token."""
+
+
+class RepoNotFoundError(DownloadError):
+    """No such repo (or file) on the Hub."""
+
+
+class NoWeightsError(DownloadError):
+    """The repo has nothing this machine can load (no GGUF, no safetensors folder)."""
+
+
+class ChecksumError(DownloadError):
+    """A downloaded file does not match the Hub's checksum; it was deleted, not kept."""
+
+
+class DownloadStopped(DownloadError):
+    """The download was paused (partial file kept, resumable) or cancelled (partial file removed)."""
+
+    def __init__(self, message: str, cancelled: bool) -> None:
+        super().__init__(message)
+        self.cancelled = cancelled

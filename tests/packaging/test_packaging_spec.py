@@ -69,6 +69,7 @@ def test_one_folder_build_with_the_icon(made, build_info):
 def test_resources_and_converted_model_ship_as_data(made, tmp_path):
     datas = made["Analysis"].kwargs["datas"]
     assert (str(ROOT / "resources" / "confab.svg"), "resources") in datas  # app.resources.resource_path
+    assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
     (name,) = BUNDLED
     model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
     assert model == {"config.json", "model.safetensors", "tokenizer.json"}  # engine frozen_model() path
