@@ -40,7 +40,8 @@ def test_pointer_on_the_bar_pauses_the_countdown_and_leaving_leaves_time_to_come
     QApplication.sendEvent(bar, QEnterEvent(QPointF(5, 5), QPointF(5, 5), QPointF(5, 5)))
     assert not bar.timer.isActive() and bar.pending()
     QApplication.sendEvent(bar, QEvent(QEvent.Type.Leave))
-    assert bar.timer.isActive() and bar.timer.remainingTime() <= MIN_AFTER_LEAVE_MS
+    # Restarted at MIN_AFTER_LEAVE_MS, not the 8 s it had: a coarse timer may report up to 5% more.
+    assert bar.timer.isActive() and bar.timer.remainingTime() <= MIN_AFTER_LEAVE_MS * 1.05
     assert MIN_AFTER_LEAVE_MS >= 2000
 
 
