@@ -32,6 +32,11 @@ _STOP = object()
 class Engine:
     """A loaded model serving isolated sessions. Create it with `Engine.load`."""
 
+    can_save_state = True
+    """Sessions can be saved to disk and restored (a remote engine cannot: it resends the history)."""
+    is_local = True
+    """Runs in this process (the app may serve it on its local API)."""
+
     def __init__(self, source: str, config: EngineConfig, progress: Optional[Progress]) -> None:
         self.source = source
         self.config = config
@@ -78,6 +83,11 @@ class Engine:
     @property
     def model(self) -> ModelFolder:
         return self._worker.model
+
+    @property
+    def label(self) -> str:
+        """Which engine and model, for the window and each stored reply: "NAME (local)"."""
+        return f"{self.model.name} (local)"
 
     @property
     def model_fingerprint(self) -> str:
