@@ -13,7 +13,8 @@ from collections import OrderedDict
 from typing import Iterator, Optional
 
 from app.store import ReplyStats, Store
-from engine import Chunk, Engine, SamplingParams, Session
+from engine import AnyEngine, Chunk, SamplingParams, Session
+from engine.errors import ReplyInterruptedError
 
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
@@ -34,7 +35,7 @@ class ConversationManager:
             ...
     """
 
-    def __init__(self, engine: Engine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET,
+    def __init__(self, engine: AnyEngine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET,
                  closing: Optional[threading.Event] = None) -> None:
         self.engine = engine
         self.store = store
@@ -136,6 +137,7 @@ class ConversationManager:
         if user_text is not None:
             self.store.append_message(conversation_id, "user", user_text)
         self._replying.add(conversation_id)
+        self._record_engine(conversation_id)
         writer = self.store.start_reply(conversation_id)
         token_ids: list[int] = []
         try:
@@ -153,6 +155,11 @@ class ConversationManager:
                 writer.finish(self._stopped_status(), token_ids=token_ids)
             _wait_until_idle(session)  # so the session can be suspended as soon as this returns
             raise
+        except ReplyInterruptedError as e:  # e.g. a remote server's connection dropped: keep the text
+            if not writer.finished:
+                writer.finish("interrupted", token_ids=token_ids, error=str(e))
+            self._drop(conversation_id, session)
+            raise
         except BaseException as e:
             if not writer.finished:
                 writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)
@@ -160,6 +167,12 @@ class ConversationManager:
             raise
         finally:
             self._replying.discard(conversation_id)
+
+    def _record_engine(self, conversation_id: int) -> None:
+        """Remember which engine and model answers (its label, e.g. "NAME @ host:port")."""
+        label = self.engine.label
+        if self.store.get_conversation(conversation_id).model != label:
+            self.store.update_conversation(conversation_id, model=label)
 
     def _stopped_status(self) -> str:
         return "interrupted" if self.closing.is_set() else "cancelled"

@@ -15,7 +15,7 @@ import logging
 from typing import Optional, Sequence
 
 from app.store import NotFoundError, SavedState, Store
-from engine import Engine, Session
+from engine import AnyEngine, Session
 from engine.errors import CapacityError
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 class StateCache:
     """Writes, restores and evicts the saved states of one engine's conversations."""
 
-    def __init__(self, engine: Engine, store: Store, budget_bytes: int) -> None:
+    def __init__(self, engine: AnyEngine, store: Store, budget_bytes: int) -> None:
         if budget_bytes < 0:
             raise ValueError(f"state budget must be >= 0 bytes, not {budget_bytes}")
         self.engine = engine
@@ -37,7 +37,7 @@ class StateCache:
         record it, and trim the cache to the budget. None when there was nothing worth saving or
         saving failed (logged): the conversation then re-prefills next time."""
         tokens = session.tokens
-        if not tokens:
+        if not tokens or not self.engine.can_save_state:  # a remote engine resends the history
             return None
         path = self.store.states.new_path(conversation_id)
         try:
@@ -58,6 +58,8 @@ class StateCache:
         """A session restored from this conversation's saved state, or None when there is none
         that this engine can use (the unusable record and its file are then deleted, logged).
         CapacityError passes through: that is the caller's problem, not the file's."""
+        if not self.engine.can_save_state:
+            return None
         state = self.store.states.get(conversation_id, self.engine.model_fingerprint,
                                       self.engine.template_fingerprint)
         if state is None:
