@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.connect_dialog import ConnectDialog
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
 from app.local_server import LocalServer
@@ -28,7 +29,8 @@ from app.settings_dialog import SettingsDialog
 from app.store import data_dir
 from app.theme import apply_theme
 from app.tray import Tray
-from engine import DEFAULT_MODEL, Engine, EngineConfig
+from engine import DEFAULT_MODEL, AnyEngine, EngineConfig, remote_source
+from engine.remote import parse_remote_source
 
 class ConfabApp(QObject):
     """Owns the bridge, the engine, the window, the tray and the quick chat of one running app."""
@@ -39,7 +41,7 @@ class ConfabApp(QObject):
         self.qapp = qapp
         self.home = home if home is not None else data_dir()
         self.config = config
-        self.engine: Optional[Engine] = None
+        self.engine: Optional[AnyEngine] = None
         self.source = ""
         self.settings = load_settings(self.home)
         self.dark = apply_theme(qapp, self.settings.theme, self.settings.font_size)
@@ -62,6 +64,7 @@ class ConfabApp(QObject):
     def setup_signals(self) -> None:
         w = self.window
         w.load_model_requested.connect(self.pick_model)
+        w.connect_requested.connect(self.connect_server)
         w.settings_requested.connect(self.edit_settings)
         w.conversation_settings_requested.connect(self.edit_conversation_settings)
         w.quit_requested.connect(self.quit)
@@ -88,14 +91,24 @@ class ConfabApp(QObject):
             self.window.set_state("loading", f"Loading {source}…")
             self.quick_chat.set_ready(False, "Loading model…")
         self.local_server.loading(source)  # API requests get 503 until the new model is ready
-        self.loader.load(source, self.config)
+        self.loader.load(source, self.config, api_key=self.settings.server_api_key or None)
 
     def pick_model(self) -> None:
         dialog = ModelPickerDialog(self.source, self.window)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
             self.load(dialog.chosen_source())
 
-    def _loaded(self, engine: Engine, source: str) -> None:
+    def connect_server(self) -> None:
+        """Model ▸ Connect to server…: the chosen server and model replace the loaded engine."""
+        url, model = parse_remote_source(self.source) or ("", "")
+        dialog = ConnectDialog(url, self.settings.server_api_key, model or "", self.window)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            url, key, model = dialog.chosen()
+            self.settings = replace(self.settings, server_api_key=key)
+            save_settings(self.home, self.settings)
+            self.load(remote_source(url, model))
+
+    def _loaded(self, engine: AnyEngine, source: str) -> None:
         old, self.engine, self.source = self.engine, engine, source
         for cid in self.bridge.replying():  # their sessions belong to the old model
             self.bridge.stop(cid)
@@ -104,8 +117,8 @@ class ConfabApp(QObject):
         self.settings = replace(self.settings, last_model=source)
         save_settings(self.home, self.settings)
 
-    def _ready(self, engine: Engine, old: Optional[Engine]) -> None:
-        self.local_server.set_engine(engine)
+    def _ready(self, engine: AnyEngine, old: Optional[AnyEngine]) -> None:
+        self.local_server.set_engine(engine if engine.is_local else None)  # it serves only this process's
         if old is not None:
             close_in_background(old)
         name = engine.model.name
@@ -118,14 +131,15 @@ class ConfabApp(QObject):
         self.window.load_model_action.setEnabled(True)
         self.local_server.set_engine(self.engine)  # the previous model, if any, serves again
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
-            self.window.show_error(f"Could not load {source}: {message}. Loading the bundled model instead.")
+            self.window.show_error(f"Could not {_verb(source)}: {message}. Loading the bundled model instead "
+                                   "(Model ▸ Connect to server… tries again).")
             self.load(DEFAULT_MODEL)
         elif self.engine is None:
-            self.window.set_state("failed", f"Could not load {source}: {message}")
+            self.window.set_state("failed", f"Could not {_verb(source)}: {message}")
             self.quick_chat.set_ready(False, "No model is loaded")
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
-            self.window.show_error(f"Could not load {source}: {message}. Still using {self.engine.model.name}.")
+            self.window.show_error(f"Could not {_verb(source)}: {message}. Still using {self.engine.model.name}.")
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:
@@ -196,3 +210,9 @@ class ConfabApp(QObject):
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()
+
+
+def _verb(source: str) -> str:
+    """"connect to URL" for a server, "load SOURCE" for a local model (for messages)."""
+    remote = parse_remote_source(source)
+    return f"connect to {remote[0]}" if remote else f"load {source}"

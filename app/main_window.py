@@ -34,6 +34,8 @@ class MainWindow(QMainWindow):
     """Confab's window. `set_state("ready", ...)` once the bridge has an engine."""
 
     load_model_requested = Signal()
+    connect_requested = Signal()
+    """Model ▸ Connect to server…"""
     """The user chose Model ▸ Load model… (the application shows the picker)."""
     settings_requested = Signal()
     """The user chose Settings… (Ctrl+,)."""
@@ -116,6 +118,7 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "Conversation &settings…", self._ask_conversation_settings)
         model_menu = bar.addMenu("&Model")
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
+        self.connect_action = self._action(model_menu, "&Connect to server…", self.connect_requested.emit)
 
     def _action(self, menu, text: str, slot, shortcut: Optional[QKeySequence | QKeySequence.StandardKey] = None) -> QAction:
         action = QAction(text, self)
