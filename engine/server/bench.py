@@ -24,12 +24,13 @@ import httpx
 from .. import Engine, EngineConfig, SamplingParams
 from ..errors import EngineError
 from .app import ServerSettings
+from .generation import chat_prompt
 from .host import EngineHost
 from .runner import BackgroundServer
 
 CLIENTS = 8
-TOKENS = 48
-TTFT_TRIALS = 7
+TOKENS = 32
+TTFT_TRIALS = 5
 LONG_TEXT = ("The river town kept its old stone bridge, its market on Thursdays and a bell that rang the hours. "
              "Travellers wrote about the bakery, the ferry and the library by the square. ")
 
@@ -43,11 +44,18 @@ def run_bench(args: argparse.Namespace) -> int:
     except EngineError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    inproc_warmup(engine, [{"role": "user", "content": "Hello"}])
+    rss_off = rss_mib()
     host = EngineHost(engine)
     server = BackgroundServer(host, ServerSettings(), port=0).start()
     try:
         say(f"{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), server at {server.url}")
-        figures = measure(engine, server, say)
+        httpx.post(f"{server.url}/chat/completions", timeout=600, json={
+            "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}).raise_for_status()
+        rss_on = rss_mib()
+        say(f"RSS with the model loaded: server off {rss_off:.0f} MiB, on {rss_on:.0f} MiB")
+        figures = {**measure(engine, server, say), "rss_server_off_mib": round(rss_off, 1),
+                   "rss_server_on_mib": round(rss_on, 1)}
     finally:
         server.stop()
         host.close()
@@ -82,6 +90,12 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
         "conversation_tokens": tokens, "ttft_warm_s": round(warm, 4), "ttft_cold_s": round(cold, 4),
         "warm_speedup": round(cold / warm, 2) if warm else None,
     }
+
+
+def rss_mib() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
 
 
 # -- in-process --------------------------------------------------------------------------------------
@@ -168,16 +182,15 @@ async def http_ttft(url: str, trial: int) -> float:
 
 
 def long_conversation(engine: Engine, target: int = 2000) -> list[dict]:
-    """A conversation of about `target` tokens that ends with a user turn."""
-    messages, size = [], 0
-    chunk = len(engine.tokenizer(LONG_TEXT * 10, add_special_tokens=False).input_ids)
+    """A conversation of at least `target` tokens (under the chat template) that ends with a user turn."""
+    messages: list[dict] = []
+    tail = [{"role": "user", "content": "Summarize the story so far."}]
     i = 0
-    while size + chunk < target:
-        messages += [{"role": "user", "content": f"Part {i}: " + LONG_TEXT * 5},
-                     {"role": "assistant", "content": "Noted. " + LONG_TEXT * 5}]
-        size += chunk + 20
+    while len(chat_prompt(engine, messages + tail)) < target:
+        messages += [{"role": "user", "content": f"Part {i}: " + LONG_TEXT * 3},
+                     {"role": "assistant", "content": "Noted. " + LONG_TEXT * 3}]
         i += 1
-    return messages + [{"role": "user", "content": "Summarize the story so far."}]
+    return messages + tail
 
 
 async def warm_vs_cold(url: str, engine: Engine) -> tuple[float, float, int]:
@@ -206,6 +219,8 @@ def print_table(f: dict) -> None:
         (f"2nd turn TTFT on a {f['conversation_tokens']}-token conversation, warm / cold (s)",
          f"{f['ttft_warm_s']:.3f} / {f['ttft_cold_s']:.3f}", ""),
         ("warm speedup (cold / warm)", f"{f['warm_speedup']:.1f}x", "target >= 5x"),
+        ("process RSS, model loaded: server off / on (MiB)",
+         f"{f['rss_server_off_mib']:.0f} / {f['rss_server_on_mib']:.0f}", ""),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"| {'figure'.ljust(width)} | value | target |")

@@ -24,6 +24,10 @@ from .. import Engine, Session
 from ..errors import CapacityError, EngineError
 from .errors import APIError, busy_session, capacity_full, not_found
 
+SIMILARITY = 0.5
+"""Share of a pooled session's tokens a prompt must keep for that session to be reused while there
+is room for a new one (llama.cpp's server uses a similar threshold when it picks a slot)."""
+
 
 @dataclass(eq=False)
 class Lease:
@@ -73,9 +77,14 @@ class SessionPool:
                     raise busy_session(name)
                 lease.leased = True
                 return lease
-            if name is None and (best := self._best_pooled(prompt)) is not None:
-                best.leased = True
-                return best
+            if name is None and (found := self._best_pooled(prompt)) is not None:
+                best, shared = found
+                # Reuse it if that keeps most of what it holds, or if no other session fits: every
+                # chat shares the template's opening, and that alone must not wipe another
+                # client's warm conversation while there is room for a new session.
+                if shared >= SIMILARITY * len(best.session.tokens) or not self._room():
+                    best.leased = True
+                    return best
             lease = Lease(None, name if name is not None else f"pool-{next(self._ids)}", name is not None)  # type: ignore[arg-type]
             self._table(lease)[lease.key] = lease  # reserves the name against a concurrent request
         try:
@@ -101,8 +110,16 @@ class SessionPool:
         if discard and not lease.session.closed:
             threading.Thread(target=_close_quietly, args=(lease.session,), daemon=True).start()
 
-    def _best_pooled(self, prompt: Sequence[int]) -> Optional[Lease]:
-        """The idle pooled session sharing the longest token prefix with `prompt` (None if none shares any)."""
+    def _room(self) -> bool:
+        """Whether another session may open without closing one (called under the lock)."""
+        if self.limit is not None and len(self._named) + len(self._pooled) >= self.limit:
+            return False
+        capacity = self.engine.capacity()
+        return capacity.live_sessions < capacity.max_sessions
+
+    def _best_pooled(self, prompt: Sequence[int]) -> Optional[tuple[Lease, int]]:
+        """The idle pooled session sharing the longest token prefix with `prompt`, and that length
+        (None if none shares any)."""
         best, best_len = None, 0
         for lease in self._pooled.values():
             if lease.leased or lease.session is None or lease.session.closed:
@@ -110,7 +127,7 @@ class SessionPool:
             shared = _common_prefix(lease.session.tokens, prompt)
             if shared > best_len or (shared == best_len and best is not None and lease.last_used > best.last_used):
                 best, best_len = lease, shared
-        return best if best_len > 0 else None
+        return (best, best_len) if best is not None and best_len > 0 else None
 
     def _open(self) -> Session:
         """A new engine session, closing idle sessions least recently used first while capacity is full."""

@@ -130,3 +130,12 @@ def test_model_switch_reaches_the_server(serve, tiny_engine):
     server.host.set_engine(tiny_engine)
     assert h.get("/v1/sessions").json()["data"] == []  # the old pool's sessions were freed
     assert h.post("/v1/chat/completions", json=chat_body()).status_code == 200
+
+
+def test_no_cors_unless_asked(serve, tiny_engine):
+    preflight = {"Origin": "http://example.test", "Access-Control-Request-Method": "POST"}
+    closed = http(serve(tiny_engine)).options("/v1/chat/completions", headers=preflight)
+    assert "access-control-allow-origin" not in closed.headers
+    opened = http(serve(tiny_engine, cors_origins=("http://example.test",))).options(
+        "/v1/chat/completions", headers=preflight)
+    assert opened.headers["access-control-allow-origin"] == "http://example.test"

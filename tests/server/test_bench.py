@@ -1,0 +1,20 @@
+"""`python -m engine serve --bench --json` prints every figure the issue names (on a tiny model,
+so it runs in seconds; the figures themselves are for people, never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+from engine.__main__ import main
+
+KEYS = {"http_aggregate_tok_s", "inproc_aggregate_tok_s", "ttft_overhead_ms", "ttft_warm_s", "ttft_cold_s",
+        "rss_server_off_mib", "rss_server_on_mib"}
+
+
+def test_bench_json_has_every_figure(tiny_models, capsys):
+    assert main(["serve", "--bench", "--json", "--model", str(tiny_models["llama"]), "--backend", "torch",
+                 "--dtype", "float32"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert KEYS <= figures.keys()
+    assert figures["http_aggregate_tok_s"] > 0 and figures["inproc_aggregate_tok_s"] > 0
+    assert figures["conversation_tokens"] >= 1500  # the warm/cold turn is on a long conversation
