@@ -53,6 +53,8 @@ def explain(error: BaseException, base_url: str) -> RemoteError:
                                          f"({'none was given' if _no_key(error) else 'check it'})")
     if isinstance(error, openai.PermissionDeniedError):
         return AuthenticationFailedError(f"403 Forbidden: {where} refused this API key")
+    if isinstance(error, openai.NotFoundError) and _openai_body(error):  # e.g. an unknown model
+        return RemoteError(f"{where} answered 404 Not Found: {_detail(error)}")
     if isinstance(error, openai.NotFoundError):
         return NotOpenAIServerError(
             f"not an OpenAI API: {base_url} answered 404 Not Found (an OpenAI base URL usually ends in /v1)")
@@ -85,6 +87,14 @@ def _detail(error: "openai.APIStatusError") -> str:
         if isinstance(body, dict):
             return str(body.get("message", body))
     return str(body or error.message)
+
+
+def _openai_body(error: "openai.APIStatusError") -> bool:
+    """Whether the error body has the OpenAI shape ({"error": {"message": ...}})."""
+    body = error.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return "message" in body["error"]
+    return isinstance(body, dict) and "message" in body and "type" in body  # the client may unwrap it
 
 
 def _no_key(error: "openai.APIStatusError") -> bool:
