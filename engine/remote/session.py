@@ -124,6 +124,8 @@ class RemoteSession:
                 return
         finally:
             self._response = None
+            if response is not None:
+                _close_quietly(response)  # frees the connection; after a cancel the server stops too
         if finish is None and not cancel.is_set():
             where = engine.base_url
             return self._end(out, Failed(ConnectionLostError(
@@ -136,7 +138,7 @@ class RemoteSession:
             prompt_tokens=prompt, prefilled_tokens=prompt, generated_tokens=generated,
             ttft_s=(first or done) - started,
             decode_tok_s=(generated - 1) / decode_s if generated > 1 and decode_s > 0 else 0.0)
-        reason = "cancelled" if cancel.is_set() else finish
+        reason = finish if finish is not None else "cancelled"  # a stop after the last token changes nothing
         self._end(out, Chunk(text="", token_ids=(), finish_reason=reason, stats=stats))
 
     def _failure(self, error: BaseException, *, began: bool) -> BaseException:
@@ -159,10 +161,7 @@ class RemoteSession:
         event.set()
         response = self._response
         if response is not None:
-            try:
-                response.close()
-            except Exception:  # the reader thread sees the closed stream and ends as cancelled
-                log.debug("closing a remote stream failed", exc_info=True)
+            _close_quietly(response)  # the reader thread sees the closed stream and ends as cancelled
 
     def reset(self) -> None:
         """Nothing is held on this side; only a running reply is stopped."""
@@ -189,6 +188,13 @@ class RemoteSession:
 
     def __repr__(self) -> str:
         return f"<RemoteSession {self.id} busy={self._busy} closed={self._closed}>"
+
+
+def _close_quietly(response: Any) -> None:
+    try:
+        response.close()
+    except Exception:
+        log.debug("closing a remote stream failed", exc_info=True)
 
 
 def _transport(error: BaseException) -> bool:
