@@ -10,7 +10,7 @@ import pytest
 from engine import RemoteEngine, SamplingParams, open_engine, remote_source
 from engine.errors import CapacityError, StateFileError
 
-GREEDY = SamplingParams(temperature=0, max_tokens=24)
+GREEDY = SamplingParams(temperature=0, max_tokens=12)
 HELLO = [{"role": "user", "content": "Name three colours."}]
 
 
