@@ -16,6 +16,7 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.connect_dialog import ConnectDialog
 from app.conversation_settings import ConversationSettingsDialog
 from app.macos import set_menubar_only
 from app.file_dialogs import use_home
@@ -35,7 +36,8 @@ from app.store import Conversation, data_dir
 from app.theme import apply_theme
 from app.tray import Tray
 from app.window_memory import WindowMemory, load_window_memory, save_window_memory
-from engine import DEFAULT_MODEL, Engine, EngineConfig
+from engine import DEFAULT_MODEL, AnyEngine, EngineConfig, remote_source
+from engine.remote import parse_remote_source
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ class ConfabApp(QObject):
         self.qapp = qapp
         self.home = home if home is not None else data_dir()
         self.config = config
-        self.engine: Optional[Engine] = None
+        self.engine: Optional[AnyEngine] = None
         self.source = ""
         self.settings = load_settings(self.home)
         self.dark = apply_theme(qapp, self.settings.theme, self.settings.font_size)
@@ -79,6 +81,7 @@ class ConfabApp(QObject):
         w = self.window
         w.load_model_requested.connect(self.pick_model)
         w.get_models_requested.connect(self.get_models)
+        w.connect_requested.connect(self.connect_server)
         w.settings_requested.connect(self.edit_settings)
         w.conversation_settings_requested.connect(self.edit_conversation_settings)
         w.chat.new_settings_requested.connect(self.edit_new_conversation_settings)
@@ -122,7 +125,7 @@ class ConfabApp(QObject):
             self.window.set_state("loading", f"Loading {source}…")
             self.quick_chat.set_ready(False, "Loading model…")
         self.local_server.loading(source)  # API requests get 503 until the new model is ready
-        self.loader.load(source, self.config)
+        self.loader.load(source, self.config, api_key=self.settings.server_api_key or None)
 
     def pick_model(self) -> None:
         loaded = self.engine.model.name if self.engine is not None else ""
@@ -137,7 +140,17 @@ class ConfabApp(QObject):
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.downloaded_source:
             self.load(dialog.downloaded_source)
 
-    def _loaded(self, engine: Engine, source: str) -> None:
+    def connect_server(self) -> None:
+        """Model ▸ Connect to server…: the chosen server and model replace the loaded engine."""
+        url, model = parse_remote_source(self.source) or ("", "")
+        dialog = ConnectDialog(url, self.settings.server_api_key, model or "", self.window)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            url, key, model = dialog.chosen()
+            self.settings = replace(self.settings, server_api_key=key)
+            save_settings(self.home, self.settings)
+            self.load(remote_source(url, model))
+
+    def _loaded(self, engine: AnyEngine, source: str) -> None:
         old, self.engine, self.source = self.engine, engine, source
         for cid in self.bridge.replying():  # their sessions belong to the old model
             self.bridge.stop(cid)
@@ -146,8 +159,8 @@ class ConfabApp(QObject):
         self.settings = replace(self.settings, last_model=source)
         save_settings(self.home, self.settings)
 
-    def _ready(self, engine: Engine, old: Optional[Engine]) -> None:
-        self.local_server.set_engine(engine)
+    def _ready(self, engine: AnyEngine, old: Optional[AnyEngine]) -> None:
+        self.local_server.set_engine(engine if engine.is_local else None)  # it serves only this process's
         if old is not None:
             close_in_background(old)
         name = engine.model.name
@@ -161,10 +174,11 @@ class ConfabApp(QObject):
 
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
-        title = f"Could not load {source}"
+        title = f"Could not {_verb(source)}"
         self.local_server.set_engine(self.engine)  # the previous model, if any, serves again
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
-            self.window.show_load_error(f"{title}. Loading the bundled model instead.", message)
+            again = " (Model ▸ Connect to server… tries again)" if parse_remote_source(source) else ""
+            self.window.show_load_error(f"{title}. Loading the bundled model instead{again}.", message)
             self.load(DEFAULT_MODEL)
         elif self.engine is None:
             self.window.set_state("failed", f"{title}: {message}")
@@ -293,3 +307,9 @@ class ConfabApp(QObject):
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()
+
+
+def _verb(source: str) -> str:
+    """"connect to URL" for a server, "load SOURCE" for a local model (for messages)."""
+    remote = parse_remote_source(source)
+    return f"connect to {remote[0]}" if remote else f"load {source}"

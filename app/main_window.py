@@ -50,6 +50,8 @@ class MainWindow(QMainWindow):
     """Confab's window. `set_state("ready", ...)` once the bridge has an engine."""
 
     load_model_requested = Signal()
+    connect_requested = Signal()
+    """Model ▸ Connect to server…"""
     """The user chose Model ▸ Load model… (the application shows the picker)."""
     get_models_requested = Signal()
     """Model ▸ Get models…, or the link on the first-start page (the application shows the dialog)."""
@@ -152,6 +154,7 @@ class MainWindow(QMainWindow):
         self.export_action = self._action(file_menu, "&Export…", lambda: self.files.export(self.current_id),
                                           QKeySequence("Ctrl+Shift+E"))
         self.import_action = self._action(file_menu, "&Import JSON…", self.files.import_json)
+        self.connect_action = self._action(model_menu, "&Connect to server…", self.connect_requested.emit)
 
     def _action(self, menu, text: str, slot, shortcut: Optional[QKeySequence | QKeySequence.StandardKey] = None) -> QAction:
         action = QAction(text, self)

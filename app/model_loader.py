@@ -16,7 +16,7 @@ from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import Engine, EngineConfig
+from engine import AnyEngine, EngineConfig, open_engine
 
 from .bridge import GuiRoute
 
@@ -35,8 +35,9 @@ class ModelLoader(QObject):
         self._route = route
         self._generation = 0
 
-    def load(self, source: str, config: EngineConfig) -> None:
-        """Start loading `source`; returns at once. Call on the GUI thread."""
+    def load(self, source: str, config: EngineConfig, *, api_key: Optional[str] = None) -> None:
+        """Start loading `source` (or connecting to the server a "server:" source names, with
+        `api_key`); returns at once. Call on the GUI thread."""
         self._generation += 1
         generation = self._generation
         self.progress.emit(0.0, f"Loading {source}…")
@@ -46,8 +47,8 @@ class ModelLoader(QObject):
 
         def work() -> None:
             try:
-                engine = Engine.load(source, config, progress=report)
-            except Exception as e:  # ModelLoadError and anything unexpected alike: show it
+                engine = open_engine(source, config, report, api_key=api_key)
+            except Exception as e:  # ModelLoadError, RemoteError and anything unexpected alike: show it
                 log.warning("could not load %s: %s", source, e)
                 self._route.post(self._failed, generation, source, str(e))
                 return
@@ -59,7 +60,7 @@ class ModelLoader(QObject):
         if generation == self._generation:
             self.progress.emit(fraction, message)
 
-    def _loaded(self, generation: int, engine: Engine, source: str) -> None:
+    def _loaded(self, generation: int, engine: AnyEngine, source: str) -> None:
         if generation != self._generation:  # superseded by a newer load: nobody wants this one
             close_in_background(engine)
             return
@@ -70,7 +71,7 @@ class ModelLoader(QObject):
             self.failed.emit(source, message)
 
 
-def close_in_background(engine: Engine) -> threading.Thread:
+def close_in_background(engine: AnyEngine) -> threading.Thread:
     """Close an engine without blocking the GUI thread (closing joins its thread)."""
     thread = threading.Thread(target=engine.close, name="confab-unload", daemon=True)
     thread.start()

@@ -65,6 +65,8 @@ class AppSettings:
     """Port of the local API server (1024..65535)."""
     api_key: str = ""
     """Bearer token the local API server requires ("" requires none)."""
+    server_api_key: str = ""
+    """API key of the remote server connected to last (Model ▸ Connect to server…; "" for none)."""
 
 
 _LIMITS: dict[str, tuple[float, float]] = {

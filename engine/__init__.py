@@ -6,6 +6,9 @@
         for chunk in s.chat([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0)):
             print(chunk.text, end="")
 
+A model served elsewhere over the OpenAI API is a `RemoteEngine` with the same interface:
+`open_engine("server:http://host:8317/v1#model")` gives one.
+
 The engine imports neither Qt nor SQLite; the app sees it only through these names.
 
 Importing the engine before torch lets it set OpenMP's wait policy (OMP_WAIT_POLICY=PASSIVE, only if
@@ -27,10 +30,19 @@ from .models.hub import repo_options
 from .models.hub import search as search_models
 from .models.hub_download import Download as HubDownload
 from .models.hub_download import Progress as DownloadProgress
+from .open import AnyEngine, open_engine
+from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
 
 __all__ = [
+    "AnyEngine",
+    "RemoteEngine",
+    "RemoteError",
+    "RemoteSession",
+    "list_models",
+    "open_engine",
+    "remote_source",
     "DEFAULT_MODEL",
     "Capacity",
     "DownloadProgress",

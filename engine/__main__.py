@@ -17,7 +17,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     chat = sub.add_parser("chat", help="chat with a model in the terminal")
-    chat.add_argument("--model", default=DEFAULT_MODEL, help="bundled:NAME, a model folder or a .gguf file")
+    chat.add_argument("--model", default=None, help="bundled:NAME, a model folder or a .gguf file (default "
+                      f"{DEFAULT_MODEL}); with --server, the server's model name (default: the first it lists)")
+    chat.add_argument("--server", default=None, metavar="URL",
+                      help="chat with a model served elsewhere: its OpenAI base URL, e.g. http://127.0.0.1:8317/v1")
+    chat.add_argument("--api-key", default=None, help="with --server: the server's API key")
     chat.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
     chat.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     chat.add_argument("--temperature", type=float, default=0.7)

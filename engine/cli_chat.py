@@ -10,6 +10,8 @@ import sys
 
 from . import Engine, EngineConfig, SamplingParams
 from .errors import EngineError
+from .models import DEFAULT_MODEL
+from .remote import RemoteEngine
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -17,17 +19,18 @@ def run_chat(args: argparse.Namespace) -> int:
         print(f"\r[{fraction:4.0%}] {message[:70]:<70}", end="", file=sys.stderr, flush=True)
 
     try:
-        engine = Engine.load(args.model, EngineConfig(backend=args.backend, dtype=args.dtype), progress=progress)
+        if args.server:
+            engine = RemoteEngine.connect(args.server, args.api_key, args.model)
+            about = f"{engine.label} (remote)"
+        else:
+            engine = Engine.load(args.model or DEFAULT_MODEL, EngineConfig(backend=args.backend, dtype=args.dtype),
+                                 progress=progress)
+            about = (f"{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
+                     f"weights {engine.capacity().weights_bytes / 2**20:.0f} MiB")
     except EngineError as e:
         print(f"\nerror: {e}", file=sys.stderr)
         return 1
-    cap = engine.capacity()
-    print(
-        f"\n{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
-        f"weights {cap.weights_bytes / 2**20:.0f} MiB{' ' + engine.quantized if engine.quantized else ''}.\n"
-        f"dtype {engine.dtype_reason}. /reset starts over, /quit leaves.",
-        file=sys.stderr,
-    )
+    print(f"\n{about}. /reset starts over, /quit leaves.", file=sys.stderr)
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens)
     messages: list[dict] = [{"role": "system", "content": args.system}] if args.system else []
     with engine, engine.open_session() as session:
@@ -48,7 +51,12 @@ def run_chat(args: argparse.Namespace) -> int:
                 print("(conversation cleared)", file=sys.stderr)
                 continue
             messages.append({"role": "user", "content": text})
-            reply, last = _stream_reply(session, messages, params)
+            try:
+                reply, last = _stream_reply(session, messages, params)
+            except EngineError as e:  # e.g. the server went away: say so, keep the conversation
+                print(f"\nerror: {e}", file=sys.stderr)
+                messages.pop()
+                continue
             messages.append({"role": "assistant", "content": reply})
             if last is not None and last.stats is not None:
                 s = last.stats

@@ -34,6 +34,11 @@ Progress = Callable[[float, str], None]
 class Engine:
     """A loaded model serving isolated sessions. Create it with `Engine.load`."""
 
+    can_save_state = True
+    """Sessions can be saved to disk and restored (a remote engine cannot: it resends the history)."""
+    is_local = True
+    """Runs in this process (the app may serve it on its local API)."""
+
     def __init__(self, source: str, config: EngineConfig, progress: Optional[Progress]) -> None:
         if not isinstance(config, EngineConfig):
             raise InvalidRequestError(f"config must be an EngineConfig, not {type(config).__name__}")
@@ -117,6 +122,12 @@ class Engine:
     @property
     def model(self) -> ModelFolder:
         return self._worker.model
+
+    @property
+    def label(self) -> str:
+        """Which engine and model, for the window and each stored reply: the model's name (a
+        remote engine's label adds its server: "NAME @ host:port")."""
+        return self.model.name
 
     @property
     def model_fingerprint(self) -> str:

@@ -36,6 +36,11 @@ class InvalidRequestError(EngineError):
     """Bad arguments: sampling values out of range, empty prompt, unknown option."""
 
 
+class ReplyInterruptedError(EngineError):
+    """A reply was cut off by something outside the engine (a remote connection dropped); the text
+    that arrived is kept and the reply is stored `interrupted`."""
+
+
 class StateFileError(EngineError):
     """A saved session state is unreadable or belongs to another model."""
 

@@ -13,7 +13,8 @@ from collections import OrderedDict
 from typing import Iterator, Optional
 
 from app.store import LEAF, ReplyStats, ReplyWriter, Store
-from engine import Chunk, Engine, SamplingParams, Session
+from engine import AnyEngine, Chunk, SamplingParams, Session
+from engine.errors import ReplyInterruptedError
 
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
@@ -34,7 +35,7 @@ class ConversationManager:
             ...
     """
 
-    def __init__(self, engine: Engine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET,
+    def __init__(self, engine: AnyEngine, store: Store, *, state_budget_bytes: int = DEFAULT_STATE_BUDGET,
                  closing: Optional[threading.Event] = None) -> None:
         self.engine = engine
         self.store = store
@@ -139,7 +140,7 @@ class ConversationManager:
         if user_text is not None:
             parent_id = self.store.append_message(conversation_id, "user", user_text, parent_id=parent_id).id
         self._replying.add(conversation_id)
-        writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.model.name)
+        writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.label)
         messages = chat_messages(self.store, conversation_id)
         yield from self._stream(conversation_id, session, writer, messages, params, [], False)
 
@@ -178,6 +179,11 @@ class ConversationManager:
             if not writer.finished:
                 writer.finish(self._stopped_status(), token_ids=token_ids, finish_reason="cancelled")
             _wait_until_idle(session)  # so the session can be suspended as soon as this returns
+            raise
+        except ReplyInterruptedError as e:  # e.g. a remote server's connection dropped: keep the text
+            if not writer.finished:
+                writer.finish("interrupted", token_ids=token_ids, error=str(e))
+            self._drop(conversation_id, session)
             raise
         except BaseException as e:
             if not writer.finished:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from app.store import NotFoundError, SavedState, Store
-from engine import Engine, Session
+from engine import AnyEngine, Session
 from engine.errors import CapacityError
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class StateCache:
     """Writes, restores and evicts the saved states of one engine's conversations."""
 
-    def __init__(self, engine: Engine, store: Store, budget_bytes: int) -> None:
+    def __init__(self, engine: AnyEngine, store: Store, budget_bytes: int) -> None:
         if budget_bytes < 0:
             raise ValueError(f"state budget must be >= 0 bytes, not {budget_bytes}")
         self.engine = engine
@@ -39,7 +39,7 @@ class StateCache:
         when the state alone is larger than the whole budget (dropped before anything is evicted
         for it), or when saving failed (logged): the conversation then re-prefills next time."""
         tokens = session.tokens
-        if not tokens:
+        if not tokens or not self.engine.can_save_state:  # a remote engine resends the history
             return None
         path = self.store.states.new_path(conversation_id)
         try:
@@ -63,6 +63,8 @@ class StateCache:
         """A session restored from this conversation's saved state, or None when there is none
         that this engine can use (the unusable record and its file are then deleted, logged).
         CapacityError passes through: that is the caller's problem, not the file's."""
+        if not self.engine.can_save_state:
+            return None
         state = self.store.states.get(conversation_id, self.engine.model_fingerprint,
                                       self.engine.template_fingerprint)
         if state is None:

@@ -2,6 +2,7 @@
 in-process, and what a warm session saves, on one loaded model in one run.
 
 - aggregate tok/s of 8 clients streaming at once over HTTP vs the same 8 replies in-process;
+- the same 8 conversations through the remote engine (engine.remote, the app's "Connect to server");
 - p50 time to first token over HTTP minus in-process (a short prompt on a fresh session);
 - time to first token of a second turn on a ~2,000-token conversation: warm (named session) vs cold.
 
@@ -75,6 +76,10 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"in-process, {CLIENTS} sessions: {inproc:.1f} tok/s")
     http = asyncio.run(http_aggregate(server.url, messages))
     say(f"HTTP, {CLIENTS} streaming clients: {http:.1f} tok/s")
+    from ..remote.bench import remote_aggregate
+
+    remote = remote_aggregate(server.url, engine.source, messages, TOKENS)
+    say(f"remote engine, {CLIENTS} conversations: {remote:.1f} tok/s")
     ttft_in = statistics.median(inproc_ttft(engine, [{"role": "user", "content": f"Hi {i}"}]) for i in range(TTFT_TRIALS))
     ttft_http = statistics.median(asyncio.run(http_ttfts(server.url, TTFT_TRIALS)))
     say(f"p50 time to first token: in-process {ttft_in * 1000:.1f} ms, HTTP {ttft_http * 1000:.1f} ms")
@@ -85,6 +90,8 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
         "clients": CLIENTS, "tokens_per_client": TOKENS,
         "http_aggregate_tok_s": round(http, 2), "inproc_aggregate_tok_s": round(inproc, 2),
         "http_vs_inproc": round(http / inproc, 3) if inproc else None,
+        "remote_aggregate_tok_s": round(remote, 2),
+        "remote_vs_inproc": round(remote / inproc, 3) if inproc else None,
         "ttft_inproc_ms": round(ttft_in * 1000, 2), "ttft_http_ms": round(ttft_http * 1000, 2),
         "ttft_overhead_ms": round((ttft_http - ttft_in) * 1000, 2),
         "conversation_tokens": tokens, "ttft_warm_s": round(warm, 4), "ttft_cold_s": round(cold, 4),
@@ -219,6 +226,9 @@ def print_table(f: dict) -> None:
         (f"aggregate tok/s, {f['clients']} streaming clients over HTTP", f"{f['http_aggregate_tok_s']:.1f}", ""),
         (f"aggregate tok/s, the same {f['clients']} sessions in-process", f"{f['inproc_aggregate_tok_s']:.1f}", ""),
         ("HTTP / in-process", f"{f['http_vs_inproc']:.2f}", "target >= 0.85"),
+        (f"aggregate tok/s, the same {f['clients']} conversations through the remote engine",
+         f"{f['remote_aggregate_tok_s']:.1f}", ""),
+        ("remote engine / in-process", f"{f['remote_vs_inproc']:.2f}", "target >= 0.8"),
         ("p50 time to first token, in-process / HTTP (ms)", f"{f['ttft_inproc_ms']:.1f} / {f['ttft_http_ms']:.1f}", ""),
         ("time to first token overhead of HTTP (ms)", f"{f['ttft_overhead_ms']:.1f}", "target <= 20"),
         (f"2nd turn TTFT on a {f['conversation_tokens']}-token conversation, warm / cold (s)",

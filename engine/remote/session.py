@@ -1,0 +1,231 @@
+"""RemoteSession: one conversation streamed from a remote OpenAI-compatible server.
+
+It has the local Session's shape (chat → Stream, cancel, close, busy, wait_idle) so the app treats
+both alike. A reply is read by a thread of its own from the `openai` client's stream and handed over
+through the same thread-safe queue and `Stream` as the local engine's, so a caller never blocks on
+the network except while waiting for the next chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import httpx
+import openai
+
+from ..errors import InvalidRequestError, SessionBusyError, SessionClosedError, StateFileError
+from ..session import Failed, Stream
+from ..types import Chunk, GenerationStats, SamplingParams
+from .errors import ConnectionLostError, explain
+
+if TYPE_CHECKING:
+    from .engine import RemoteEngine
+
+log = logging.getLogger(__name__)
+_FINISH = {"stop": "stop", "length": "length"}  # anything else the server says (tool_calls, ...) is "stop"
+
+
+class RemoteSession:
+    """A conversation on a remote server. The server holds no state for it between replies: each
+    turn sends the whole history (the server's prefix cache makes that cheap)."""
+
+    def __init__(self, engine: "RemoteEngine", session_id: int) -> None:
+        self._engine = engine
+        self.id = session_id
+        self._lock = threading.Lock()
+        self._closed = False
+        self._busy = False
+        self._cancel: Optional[threading.Event] = None
+        self._response: Any = None  # the openai stream being read, closed by cancel()
+        self._idle = threading.Event()
+        self._idle.set()
+
+    @property
+    def tokens(self) -> list[int]:
+        """Always empty: the server keeps the tokens, this side only the text."""
+        return []
+
+    @property
+    def state_nbytes(self) -> int:
+        return 0
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        return self._idle.wait(timeout)
+
+    def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
+             continue_final: bool = False) -> Stream:
+        """Stream the server's reply to `messages` (the whole conversation so far).
+
+        `continue_final` (extend the last, cut assistant reply in place) has no common form in the
+        OpenAI API, so a remote engine refuses it by name rather than answering something else."""
+        if continue_final:
+            raise InvalidRequestError("a reply from a server cannot be continued in place; regenerate it instead")
+        params = params or SamplingParams()
+        params.validate()
+        if not messages:
+            raise InvalidRequestError("the conversation is empty")
+        if self._busy and self._cancel is not None and self._cancel.is_set():
+            self._idle.wait(timeout=60)
+        with self._lock:
+            if self._closed:
+                raise SessionClosedError(f"session {self.id} is closed")
+            if self._busy:
+                raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
+            self._busy = True
+            self._idle.clear()
+            cancel = self._cancel = threading.Event()
+        out: "queue.Queue[Chunk | Failed]" = queue.Queue()
+        threading.Thread(target=self._read, args=(messages, params, out, cancel),
+                         name=f"confab-remote-{self.id}", daemon=True).start()
+        return Stream(out, cancel)
+
+    def generate(self, prompt_token_ids, params: Optional[SamplingParams] = None) -> Stream:
+        raise InvalidRequestError("a remote engine takes messages, not token ids")
+
+    def _read(self, messages: list[dict], params: SamplingParams, out: queue.Queue, cancel: threading.Event) -> None:
+        """Reader thread: request, then forward each text delta as a Chunk until the finish."""
+        engine = self._engine
+        started = time.perf_counter()
+        first: Optional[float] = None
+        pieces = 0
+        finish: Optional[str] = None
+        usage = None
+        response = None
+        try:
+            response = engine.client.chat.completions.create(
+                model=engine.model_name, messages=messages, stream=True,
+                stream_options={"include_usage": True}, **request_options(params))
+            self._response = response
+            if cancel.is_set():
+                response.close()
+            for event in response:
+                if event.usage is not None:
+                    usage = event.usage
+                for choice in event.choices:
+                    text = choice.delta.content if choice.delta is not None else None
+                    if text:
+                        first = first or time.perf_counter()
+                        pieces += 1
+                        out.put(Chunk(text=text, token_ids=()))
+                    if choice.finish_reason is not None:
+                        finish = _FINISH.get(choice.finish_reason, "stop")
+                if cancel.is_set():
+                    break
+        except BaseException as e:
+            if not cancel.is_set():
+                self._end(out, Failed(self._failure(e, began=response is not None)))
+                return
+        finally:
+            self._response = None
+            if response is not None:
+                _close_quietly(response)  # frees the connection; after a cancel the server stops too
+        if finish is None and not cancel.is_set():
+            where = engine.base_url
+            return self._end(out, Failed(ConnectionLostError(
+                f"the server at {where} ended the reply without finishing it (connection lost)")))
+        done = time.perf_counter()
+        generated = usage.completion_tokens if usage is not None else pieces
+        prompt = usage.prompt_tokens if usage is not None else 0
+        decode_s = done - first if first is not None else 0.0
+        stats = GenerationStats(
+            prompt_tokens=prompt, prefilled_tokens=prompt, generated_tokens=generated,
+            ttft_s=(first or done) - started,
+            decode_tok_s=(generated - 1) / decode_s if generated > 1 and decode_s > 0 else 0.0)
+        reason = finish if finish is not None else "cancelled"  # a stop after the last token changes nothing
+        self._end(out, Chunk(text="", token_ids=(), finish_reason=reason, stats=stats))
+
+    def _failure(self, error: BaseException, *, began: bool) -> BaseException:
+        """The named error; a transport error after the stream began means the connection dropped."""
+        named = explain(error, self._engine.base_url)
+        if began and not isinstance(named, ConnectionLostError) and _transport(error):
+            return ConnectionLostError(f"connection lost mid-reply: {named}")
+        return named
+
+    def _end(self, out: queue.Queue, item) -> None:
+        self._busy = False
+        self._idle.set()
+        out.put(item)
+
+    def cancel(self) -> None:
+        """Stop the running reply: the stream is closed, so the server stops generating too."""
+        event = self._cancel
+        if event is None or event.is_set():
+            return
+        event.set()
+        response = self._response
+        if response is not None:
+            _close_quietly(response)  # the reader thread sees the closed stream and ends as cancelled
+
+    def reset(self) -> None:
+        """Nothing is held on this side; only a running reply is stopped."""
+        if self._closed:
+            raise SessionClosedError(f"session {self.id} is closed")
+        self.cancel()
+
+    def save_state(self, path: str | Path) -> None:
+        raise StateFileError("a remote engine cannot save a session's state; the history is resent instead")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.cancel()
+        self._engine._forget(self)
+
+    def __enter__(self) -> "RemoteSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RemoteSession {self.id} busy={self._busy} closed={self._closed}>"
+
+
+def _close_quietly(response: Any) -> None:
+    try:
+        response.close()
+    except Exception:
+        log.debug("closing a remote stream failed", exc_info=True)
+
+
+def _transport(error: BaseException) -> bool:
+    """A network failure (not an HTTP status answer)."""
+    return isinstance(error, (httpx.TransportError, ConnectionError)) or (
+        isinstance(error, openai.APIConnectionError) and not isinstance(error, openai.APITimeoutError))
+
+
+def request_options(params: SamplingParams) -> dict[str, Any]:
+    """The OpenAI request fields for `params`. Fields beyond the OpenAI API (top_k, min_p, ...) go
+    only when set away from their neutral value: strict servers refuse names they do not know."""
+    options: dict[str, Any] = {"temperature": params.temperature, "max_tokens": params.max_tokens}
+    if params.top_p != 1.0:
+        options["top_p"] = params.top_p
+    if params.seed is not None:
+        options["seed"] = params.seed
+    extra: dict[str, Any] = {}
+    if params.top_k:
+        extra["top_k"] = params.top_k
+    if params.min_p:
+        extra["min_p"] = params.min_p
+    if params.repetition_penalty != 1.0:
+        extra["repetition_penalty"] = params.repetition_penalty
+    if params.ignore_stop:
+        extra["ignore_eos"] = True
+    if extra:
+        options["extra_body"] = extra
+    return options
