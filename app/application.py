@@ -166,7 +166,7 @@ class ConfabApp(QObject):
         name = engine.model.name
         precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
-        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.config.max_context,
+        self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.max_context,
                               precision, reason)
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)

@@ -144,6 +144,7 @@ class MainWindow(QMainWindow):
         model_menu = bar.addMenu("&Model")
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
         self.get_models_action = self._action(model_menu, "&Get models…", self.get_models_requested.emit)
+        self.connect_action = self._action(model_menu, "&Connect to server…", self.connect_requested.emit)
         self.chat_view.empty_label.linkActivated.connect(lambda _link: self.get_models_requested.emit())
 
     def setup_conversation_files(self, file_menu) -> None:
@@ -154,7 +155,6 @@ class MainWindow(QMainWindow):
         self.export_action = self._action(file_menu, "&Export…", lambda: self.files.export(self.current_id),
                                           QKeySequence("Ctrl+Shift+E"))
         self.import_action = self._action(file_menu, "&Import JSON…", self.files.import_json)
-        self.connect_action = self._action(model_menu, "&Connect to server…", self.connect_requested.emit)
 
     def _action(self, menu, text: str, slot, shortcut: Optional[QKeySequence | QKeySequence.StandardKey] = None) -> QAction:
         action = QAction(text, self)

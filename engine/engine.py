@@ -110,6 +110,11 @@ class Engine:
         return self._worker.backend.dtype
 
     @property
+    def max_context(self) -> int:
+        """Most tokens one session may hold (after clamping to the model's own limit)."""
+        return self.config.max_context
+
+    @property
     def dtype_reason(self) -> str:
         """Why `dtype`, in one line: e.g. "float32: this CPU has no native bfloat16 (AVX2)"."""
         return getattr(self._worker.backend, "dtype_reason", "") or f"{self.dtype}: as the backend loads"

@@ -85,6 +85,11 @@ class RemoteEngine:
     """The app cannot re-serve it on its own local API."""
     backend = "remote"
     dtype = ""
+    """The server chooses the precision; nothing is known of it here."""
+    dtype_reason = ""
+    quantized = ""
+    max_context = 0
+    """Tokens one conversation may hold: not told by the OpenAI API (0: unknown)."""
 
     def __init__(self, base_url: str, api_key: Optional[str], model: str, max_sessions: int) -> None:
         self.base_url = base_url.rstrip("/")

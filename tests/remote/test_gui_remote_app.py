@@ -99,10 +99,11 @@ def test_a_remembered_server_that_is_gone_says_so_and_the_local_model_takes_over
 
     gone = f"http://127.0.0.1:{free_port()}/v1"
     save_settings(tmp_path / "home", AppSettings(last_model=remote_source(gone, "big-model")))
-    messages: list[str] = []
-    monkeypatch.setattr("app.main_window.MainWindow.show_error",
-                        lambda self, error: messages.append(str(error)))
+    shown: list[tuple[str, str]] = []
+    monkeypatch.setattr("app.main_window.MainWindow.show_load_error",
+                        lambda self, title, message: shown.append((title, message)))
     confab = start_app()
     assert confab.source == DEFAULT_MODEL and not isinstance(confab.engine, RemoteEngine)
-    assert messages and messages[0].startswith(f"Could not connect to {gone}: connection refused")
-    assert "Connect to server" in messages[0]
+    title, message = shown[0]
+    assert title.startswith(f"Could not connect to {gone}") and "Connect to server" in title
+    assert message.startswith("connection refused")

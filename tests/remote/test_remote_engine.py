@@ -89,3 +89,11 @@ def test_open_engine_connects_to_a_server_source(bundled_server):
         assert isinstance(engine, RemoteEngine) and engine.model_name == "bundled:smollm2-135m-instruct"
     finally:
         engine.close()
+
+
+def test_continuing_a_reply_in_place_is_refused_by_name(remote):
+    from engine.errors import InvalidRequestError
+
+    cut = HELLO + [{"role": "assistant", "content": "Red, gre"}]
+    with remote.open_session() as session, pytest.raises(InvalidRequestError, match="cannot be continued"):
+        session.chat(cut, GREEDY, continue_final=True)
