@@ -94,11 +94,13 @@ def start_app(qapp, home: Path, source: str, config: EngineConfig):
 
     confab = ConfabApp(qapp, home, config, use_tray=False)
     confab.bridge.params = PARAMS
+    failures: list[str] = []
+    confab.loader.failed.connect(lambda failed, message: failures.append(f"could not load {failed}: {message}"))
     confab.show_window()
     confab.load(source)
     wait_until(qapp, lambda: confab.window.state != "loading", LOAD_TIMEOUT_S, f"{source} to load")
-    if confab.window.state != "ready":
-        raise SelfTestFailed(confab.window.statusBar().currentMessage())
+    if confab.window.state != "ready":  # the whole reason, not the status bar's fitted notice
+        raise SelfTestFailed(failures[-1] if failures else confab.window.notices.text)
     say(f"window up in {home}, model {confab.engine.model.name} on {confab.engine.backend}/{confab.engine.device}")
     return confab
 
