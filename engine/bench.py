@@ -14,6 +14,7 @@ import threading
 import time
 
 from . import Engine, EngineConfig, SamplingParams, backends
+from .bench_context import context_figures, context_rows
 from .bench_library import LibraryModel
 from .errors import EngineError
 
@@ -32,7 +33,8 @@ def run_bench(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         try:
-            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say)
+            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
+                                          getattr(args, "long_context", 4000))
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -47,7 +49,9 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say) -> dict:
+def bench_backend(
+    model: str, backend: str, dtype: str, counts: list[int], tokens: int, say, long_context: int = 4000
+) -> dict:
     """Every figure for one backend. Raises EngineError when the model does not load on it."""
     started = time.perf_counter()
     engine = Engine.load(model, EngineConfig(backend=backend, dtype=dtype))
@@ -58,6 +62,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
+        by_context = context_figures(engine, say, long_context)
         aggregate, per_session, unbatched = {}, {}, {}
         # The same work with the scheduler forced to one session a forward (max_batch=1), measured
         # right after each batched figure: on a shared machine, only figures taken close together compare.
@@ -101,6 +106,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "bytes_per_session": cap.bytes_per_session,
             "max_context": engine.config.max_context,
             "peak_rss_bytes": peak_rss_bytes(),
+            **by_context,
         }
 
 
@@ -198,6 +204,7 @@ def print_table(f: dict) -> None:
         ("prefill", f"{f['prefill_tok_s']:.0f} tok/s"),
         ("decode, 1 session", f"{f['decode_tok_s']:.1f} tok/s"),
         ("plain library decode", f"{f['library_decode_tok_s']:.1f} tok/s (engine ÷ library = {f['decode_vs_library']})"),
+        *context_rows(f),
     ]
     one = f["aggregate_tok_s"].get("1")
     for n, v in f["aggregate_tok_s"].items():

@@ -130,23 +130,28 @@ class Worker:
             self.batch.settle()
 
     def _read_state(self, path: Path):
+        """Check everything the metadata says (format, backend, model, size) before reading tensors."""
         if not path.is_file():
             raise StateFileError(f"no saved state at {path}")
-        state, meta = self._load_backend_state(path)
-        if meta.get("format") != STATE_FORMAT:
-            raise StateFileError(f"{path.name} is not a Confab session state")
-        if meta.get("model_fingerprint") != self.model.fingerprint:
+        meta = self._state_metadata(path)
+        try:
+            tokens = [int(t) for t in json.loads(meta["tokens"])]
+            fed = int(meta["fed"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise StateFileError(f"{path.name} does not say which tokens it holds: {e}") from e
+        if not 0 <= fed <= len(tokens):
+            raise StateFileError(f"{path.name} says {fed} of its {len(tokens)} tokens were fed")
+        if len(tokens) > self.config.max_context:
             raise StateFileError(
-                f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
-                f"this engine runs {self.model.name} ({self.model.fingerprint})"
+                f"{path.name} holds {len(tokens)} tokens, more than this engine's max_context "
+                f"({self.config.max_context})"
             )
-        tokens = [int(t) for t in json.loads(meta["tokens"])]
-        fed = int(meta["fed"])
+        state, _ = self.backend.load_state(path)
         chat_text = meta.get("chat_text", "")
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
 
-    def _load_backend_state(self, path: Path):
-        """Refuse, by name, a state written by the other backend before its loader trips on it."""
+    def _state_metadata(self, path: Path) -> dict[str, str]:
+        """The file's metadata, refused by name when it is not this engine's kind of state."""
         from safetensors import safe_open
 
         try:
@@ -158,7 +163,14 @@ class Worker:
             raise StateFileError(
                 f"{path.name} was saved by the {meta['backend']} backend; this engine runs {self.backend.name}"
             )
-        return self.backend.load_state(path)
+        if meta.get("format") != STATE_FORMAT:
+            raise StateFileError(f"{path.name} is not a Confab session state")
+        if meta.get("model_fingerprint") != self.model.fingerprint:
+            raise StateFileError(
+                f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
+                f"this engine runs {self.model.name} ({self.model.fingerprint})"
+            )
+        return meta
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:

@@ -1,14 +1,16 @@
-"""PyTorch backend: transformers models with one DynamicCache per session, CUDA when present.
+"""PyTorch backend: transformers models with one preallocated K/V cache per session, CUDA when present.
 
-Batched decode: the decoding sessions' caches are left-padded and merged into one batch cache that
-stays resident between steps (re-merged only when the batch's members change); each step feeds one
-token per row with a 2-D attention mask and per-row position ids. Merging every step instead would
-copy every session's K/V twice more per token (pad+cat in, slice+clone out).
+Each session's K/V lives in chunk-grown buffers written in place (torch_cache.py). Batched decode:
+the decoding sessions' caches are left-padded into one batch cache of the same layout that stays
+resident between steps (re-merged only when the batch's members change); each step feeds one token
+per row with a 2-D attention mask and per-row position ids, and a failed step is undone by resetting
+the filled length.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import ModelLoadError, StateFileError
+from . import torch_cache
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -82,38 +85,32 @@ class TorchBackend:
         return stack
 
     def new_state(self):
-        from transformers import DynamicCache
-
-        return DynamicCache(config=self.model.config)
+        return torch_cache.new_cache(self.model.config)
 
     def forward(self, state, token_ids: list[int]) -> np.ndarray:
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
-        return out.logits[0, -1].float().cpu().numpy()
+        width = state.get_seq_length()
+        try:
+            out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
+            return out.logits[0, -1].float().cpu().numpy()
+        except BaseException:
+            if torch_cache.is_chunked(state):  # layers written before the error: back to `width`
+                torch_cache.rollback(state, width)
+            raise
 
     # -- batched decode ----------------------------------------------------------------------------
     def batchable(self, state) -> bool:
-        """Only plain full-attention layers merge by left padding; sliding/recurrent ones step alone."""
-        from transformers.cache_utils import DynamicLayer
-
-        layers = getattr(state, "layers", None)
-        return bool(layers) and all(type(layer) is DynamicLayer and layer.is_initialized for layer in layers)
+        """Only chunked full-attention layers merge by left padding; sliding/recurrent ones step alone."""
+        return torch_cache.is_chunked(state)
 
     def merge(self, states: list) -> "TorchBatch":
         """One batch cache holding `states` left-padded to the longest (the states are not changed)."""
-        from transformers import DynamicCache
-
         lengths = [s.get_seq_length() for s in states]
         longest = max(lengths)
-        data = []
-        for i in range(len(states[0].layers)):
-            keys = [_left_pad(s.layers[i].keys, longest) for s in states]
-            values = [_left_pad(s.layers[i].values, longest) for s in states]
-            data.append((torch.cat(keys), torch.cat(values)))
         mask = torch.zeros((len(states), longest), dtype=torch.long, device=self.device)
         for row, n in enumerate(lengths):
             mask[row, longest - n:] = 1
-        return TorchBatch(DynamicCache(ddp_cache_data=data, config=self.model.config), mask, lengths)
+        return TorchBatch(torch_cache.merge(states, lengths, self.device), mask, lengths)
 
     def forward_batch(self, batch: "TorchBatch", token_ids: list[int]) -> np.ndarray:
         """Append one token per row; return float32 logits, one row per member. On error, unchanged."""
@@ -127,35 +124,27 @@ class TorchBackend:
                 input_ids=ids, attention_mask=mask, position_ids=positions,
                 past_key_values=batch.cache, use_cache=True, logits_to_keep=1,
             )
+            # Inside the try: on CUDA a device fault surfaces here, at the copy, after every layer wrote.
+            logits = out.logits[:, -1].float().cpu().numpy()
         except BaseException:
-            for layer in batch.cache.layers:  # layers updated before the error hold one column too many
-                if layer.get_seq_length() > width:
-                    layer.crop(width - layer.get_seq_length())
+            # Exact: what the step wrote lies past `width`, which only the filled length exposes.
+            torch_cache.rollback(batch.cache, width)
             raise
         batch.mask = mask
         batch.lengths = [n + 1 for n in batch.lengths]
-        return out.logits[:, -1].float().cpu().numpy()
+        return logits
 
     def split(self, batch: "TorchBatch") -> list:
-        """Each member's own cache again, padding dropped (copies: the batch tensors are freed)."""
-        from transformers import DynamicCache
-
-        width = batch.mask.shape[1]
-        states = []
-        for row, n in enumerate(batch.lengths):
-            data = [
-                (layer.keys[row:row + 1, :, width - n:].clone(), layer.values[row:row + 1, :, width - n:].clone())
-                for layer in batch.cache.layers
-            ]
-            states.append(DynamicCache(ddp_cache_data=data, config=self.model.config))
-        return states
+        """Each member's own cache again, padding dropped (copies: the batch buffers are freed)."""
+        return [torch_cache.split_row(batch.cache, row, n) for row, n in enumerate(batch.lengths)]
 
     def row_nbytes(self, batch: "TorchBatch", row: int) -> int:
-        """Bytes member `row`'s own state will hold once split out (its unpadded part)."""
-        width = batch.mask.shape[1]
-        return sum(t.numel() * t.element_size() for t in _layer_tensors(batch.cache)) * batch.lengths[row] // (
-            width * len(batch.lengths)
+        """Bytes member `row`'s own state will hold once split out (its length in whole chunks)."""
+        per_token = sum(
+            (layer.buf_k[0, :, 0].numel() + layer.buf_v[0, :, 0].numel()) * layer.buf_k.element_size()
+            for layer in batch.cache.layers
         )
+        return per_token * torch_cache.rounded(batch.lengths[row])
 
     def trim(self, state, n: int) -> bool:
         if n <= 0:
@@ -166,27 +155,25 @@ class TorchBackend:
         return True
 
     def state_nbytes(self, state) -> int:
-        return sum(t.numel() * t.element_size() for t in _layer_tensors(state))
+        return torch_cache.cache_nbytes(state)
 
     def save_state(self, state, path: Path, metadata: dict[str, str]) -> None:
         from safetensors.torch import save_file
 
-        tensors = {}
-        for i, layer in enumerate(state.layers):
-            if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                tensors[f"{i}.keys"] = layer.keys.contiguous().cpu()
-                tensors[f"{i}.values"] = layer.values.contiguous().cpu()
-        meta = dict(metadata, layers=str(len(state.layers)))
+        tensors, lengths = torch_cache.saved_tensors(state)
+        meta = dict(metadata, layers=str(len(state.layers)), lengths=json.dumps(lengths))
         save_file(tensors, str(path), metadata=meta)
 
     def load_state(self, path: Path):
         from safetensors import safe_open
-        from transformers import DynamicCache
 
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
                 metadata = f.metadata() or {}
                 layers = int(metadata.get("layers", "0"))
+                expected = len(self.new_state().layers)
+                if layers != expected:  # before any tensor is read: a foreign file names no layer we have
+                    raise StateFileError(f"{path.name} holds {layers} layers; this model has {expected}")
                 data = []
                 for i in range(layers):
                     if f"{i}.keys" in f.keys():
@@ -195,10 +182,12 @@ class TorchBackend:
                         data.append((k, v))
                     else:
                         data.append((None, None))
+        except StateFileError:
+            raise
         except Exception as e:
             raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
-        state = DynamicCache(ddp_cache_data=data, config=self.model.config) if data else self.new_state()
-        return state, metadata
+        lengths = json.loads(metadata["lengths"]) if "lengths" in metadata else None
+        return torch_cache.restored(self.model.config, data, lengths), metadata
 
 
 @dataclass
@@ -210,16 +199,3 @@ class TorchBatch:
     """(rows, width): 1 where a row holds a real token, 0 on its left padding."""
     lengths: list[int]
     """Real tokens per row; the next token's position id."""
-
-
-def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:
-    pad = width - t.shape[-2]
-    return torch.nn.functional.pad(t, (0, 0, pad, 0)) if pad else t
-
-
-def _layer_tensors(state):
-    for layer in state.layers:
-        for name in ("keys", "values"):
-            t = getattr(layer, name, None)
-            if isinstance(t, torch.Tensor):
-                yield t
