@@ -169,6 +169,9 @@ class Engine:
         backend = backends.create(self.config.backend, self.config.device, self.config.dtype)
         report(0.5, f"loading {model.name} with {backend.name}")
         backend.load(model.path, model.config)
+        warm_up = getattr(backend, "warm_up", None)
+        if warm_up is not None:  # e.g. CUDA graphs of the decode step, before free memory is measured
+            warm_up(self.config.max_context, self.config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
         self._codec = TextCodec(model.path)
         self._vocab_size = int(text_config(model.config).get("vocab_size") or len(self._codec.tokenizer))
         worker = Worker(backend, self._codec, model, self.config)

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager
+from typing import Callable, ContextManager, Optional
 
 import numpy as np
 import torch
 
 from ..errors import ModelLoadError, StateFileError
-from . import torch_cache
+from . import torch_cache, torch_graphs
+
+log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -41,6 +45,8 @@ class TorchBackend:
         self._stream = None
         self.model = None
         self.weights_nbytes = 0
+        self.arena: Optional[torch_graphs.DecodeArena] = None
+        """Static-address batch state, graph-captured per bucket (CUDA); None: batches run eagerly."""
 
     def load(self, folder: Path, config: dict) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
@@ -84,6 +90,38 @@ class TorchBackend:
             stack.enter_context(torch.cuda.stream(self._stream))
         return stack
 
+    def warm_up(self, max_context: int, max_batch: int, report: Callable[[float, str], None]) -> None:
+        """On CUDA, capture the batched decode step per bucket (CONFAB_CUDA_GRAPHS=0 keeps it eager)."""
+        if self.device != "cuda" or os.environ.get("CONFAB_CUDA_GRAPHS", "1") == "0" or max_batch < 2:
+            return
+        with self.compute():
+            if not torch_cache.is_chunked(self._probe_state()):
+                return  # sliding-window / recurrent layers step one session per forward, eagerly
+            self.enable_static_decode(max_batch, max_context, capture=True, report=report)
+
+    def _probe_state(self):
+        state = self.new_state()
+        self.forward(state, [0])
+        return state
+
+    def enable_static_decode(self, max_batch: int, max_context: int, capture: bool, report=lambda f, m: None) -> None:
+        """Run batches of up to 16 rows in a static arena (captured as CUDA graphs when `capture`).
+
+        Any failure leaves batches on the eager path, with the reason logged.
+        """
+        rows = torch_graphs.bucket_for(min(max_batch, torch_graphs.BUCKETS[-1]))
+        try:
+            arena = torch_graphs.DecodeArena(
+                self.model, rows, torch_cache.rounded(max_context), self.device, self._torch_dtype
+            )
+            if capture:
+                arena.capture(report)
+        except Exception:
+            log.exception("static decode is off: the decode step could not be set up or captured")
+            self.arena = None
+            return
+        self.arena = arena
+
     def new_state(self):
         return torch_cache.new_cache(self.model.config)
 
@@ -106,6 +144,10 @@ class TorchBackend:
     def merge(self, states: list) -> "TorchBatch":
         """One batch cache holding `states` left-padded to the longest (the states are not changed)."""
         lengths = [s.get_seq_length() for s in states]
+        arena = self.arena
+        if arena is not None and not arena.in_use and len(states) <= arena.max_rows and max(lengths) < arena.capacity:
+            arena.load(states, lengths)
+            return TorchBatch(None, None, lengths, arena)
         longest = max(lengths)
         mask = torch.zeros((len(states), longest), dtype=torch.long, device=self.device)
         for row, n in enumerate(lengths):
@@ -114,6 +156,10 @@ class TorchBackend:
 
     def forward_batch(self, batch: "TorchBatch", token_ids: list[int]) -> np.ndarray:
         """Append one token per row; return float32 logits, one row per member. On error, unchanged."""
+        if batch.arena is not None:
+            logits = batch.arena.step(token_ids)
+            batch.lengths = list(batch.arena.lengths)
+            return logits
         rows = len(batch.lengths)
         ids = torch.tensor(token_ids, dtype=torch.long, device=self.device).view(rows, 1)
         mask = torch.cat([batch.mask, batch.mask.new_ones((rows, 1))], dim=1)
@@ -136,14 +182,17 @@ class TorchBackend:
 
     def split(self, batch: "TorchBatch") -> list:
         """Each member's own cache again, padding dropped (copies: the batch buffers are freed)."""
+        if batch.arena is not None:
+            return batch.arena.split()
         return [torch_cache.split_row(batch.cache, row, n) for row, n in enumerate(batch.lengths)]
 
     def row_nbytes(self, batch: "TorchBatch", row: int) -> int:
         """Bytes member `row`'s own state will hold once split out (its length in whole chunks)."""
-        per_token = sum(
-            (layer.buf_k[0, :, 0].numel() + layer.buf_v[0, :, 0].numel()) * layer.buf_k.element_size()
-            for layer in batch.cache.layers
-        )
+        if batch.arena is not None:
+            pairs = zip(batch.arena.keys, batch.arena.values)
+        else:
+            pairs = ((layer.buf_k, layer.buf_v) for layer in batch.cache.layers)
+        per_token = sum((k[0, :, 0].numel() + v[0, :, 0].numel()) * k.element_size() for k, v in pairs)
         return per_token * torch_cache.rounded(batch.lengths[row])
 
     def trim(self, state, n: int) -> bool:
@@ -195,7 +244,9 @@ class TorchBatch:
     """The resident batch cache of the sessions decoding together."""
 
     cache: object
-    mask: torch.Tensor
+    mask: Optional[torch.Tensor]
     """(rows, width): 1 where a row holds a real token, 0 on its left padding."""
     lengths: list[int]
     """Real tokens per row; the next token's position id."""
+    arena: Optional[torch_graphs.DecodeArena] = None
+    """Set when the batch lives in the static decode arena instead of `cache`/`mask`."""
