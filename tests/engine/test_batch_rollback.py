@@ -52,10 +52,19 @@ def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int
             layer, "forward", lambda h, *a, **k: fault() if should_fail(h.shape[0]) else real_forward(h, *a, **k)
         )
     elif where == "layer":
-        real_layer = model.model.layers[1]
-        monkeypatch.setitem(
-            model.model.layers, 1, lambda x, *a, **k: fault() if should_fail(x.shape[0]) else real_layer(x, *a, **k)
-        )
+        class FaultyLayer:  # stands in for layer 1 in the model's list; everything else is the real layer's
+            def __init__(self, real):
+                self.real = real
+
+            def __getattr__(self, name):
+                return getattr(self.real, name)
+
+            def __call__(self, x, *args, **kwargs):
+                return fault() if should_fail(x.shape[0]) else self.real(x, *args, **kwargs)
+
+        layers = list(model.model.layers)
+        layers[1] = FaultyLayer(layers[1])
+        monkeypatch.setattr(model.model, "layers", layers)
     elif backend == "torch":
         import torch
 
