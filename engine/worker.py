@@ -156,7 +156,7 @@ class Worker:
 
         try:
             with safe_open(str(path), framework="numpy") as f:
-                meta = f.metadata() or {}
+                meta = _our_metadata(f.metadata() or {})
         except Exception as e:
             raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
         if meta.get("backend", self.backend.name) != self.backend.name:
@@ -343,6 +343,18 @@ class Worker:
             self._end_job(slot, "cancelled")
             slot.state = None
         self.slots.clear()
+
+
+def _our_metadata(raw: dict[str, str]) -> dict[str, str]:
+    """The engine's own metadata keys: torch writes them as they are, mlx-lm nests them one level
+    down when it flattens its [metadata, cache classes, ...] list ("0.format", "0.tokens", ...)."""
+    if "format" in raw:
+        return raw
+    for key, value in raw.items():
+        if key.endswith(".format") and value == STATE_FORMAT:
+            prefix = key[: -len("format")]
+            return {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
+    return raw
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

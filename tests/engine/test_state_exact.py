@@ -96,3 +96,11 @@ def test_torch_recurrent_state_save_is_refused_by_name(make_engine, tiny_models,
     cache.layers = [LinearAttentionLayer()]
     with pytest.raises(StateFileError, match="LinearAttentionLayer state cannot be saved"):
         backend.save_state(cache, tmp_path / "r.state", {})
+
+
+def test_mlx_state_is_refused_by_torch_by_name(make_engine, tiny_models, tmp_path):
+    """mlx-lm nests the engine's metadata one level down; it is still read before any tensor."""
+    path = tmp_path / "m.state"
+    _save_and_follow(make_engine(tiny_models["llama"], "mlx"), path, PARAMS)
+    with pytest.raises(StateFileError, match="saved by the mlx backend; this engine runs torch"):
+        make_engine(tiny_models["llama"], "torch").open_session(restore_from=path)
