@@ -152,7 +152,7 @@ class TorchBackend:
         mask = torch.zeros((len(states), longest), dtype=torch.long, device=self.device)
         for row, n in enumerate(lengths):
             mask[row, longest - n:] = 1
-        return TorchBatch(torch_cache.merge(states, lengths, self.device), mask, lengths)
+        return TorchBatch(torch_cache.merge(states, lengths), mask, lengths)
 
     def forward_batch(self, batch: "TorchBatch", token_ids: list[int]) -> np.ndarray:
         """Append one token per row; return float32 logits, one row per member. On error, unchanged."""

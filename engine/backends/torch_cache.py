@@ -141,7 +141,7 @@ def cache_nbytes(cache) -> int:
 
 
 # -- batches: the same layer type, one left-padded row per member ---------------------------------
-def merge(caches: list, lengths: list[int], device) -> DynamicCache:
+def merge(caches: list, lengths: list[int]) -> DynamicCache:
     """One cache whose row i holds cache i right-aligned at the longest length (left padding zeroed)."""
     width = max(lengths)
     layers = []
@@ -150,8 +150,8 @@ def merge(caches: list, lengths: list[int], device) -> DynamicCache:
         rows = len(caches)
         layer = ChunkedLayer()
         layer.dtype, layer.device = k0.dtype, k0.device
-        shape_k = (rows, k0.shape[1], 0, k0.shape[-1])
-        layer._allocate(k0.new_empty(shape_k), v0.new_empty((rows, v0.shape[1], 0, v0.shape[-1])), rounded(width + 1))
+        like_k = k0.new_empty((rows, k0.shape[1], 0, k0.shape[-1]))
+        layer._allocate(like_k, v0.new_empty((rows, v0.shape[1], 0, v0.shape[-1])), rounded(width + 1))
         for row, (cache, n) in enumerate(zip(caches, lengths)):
             src = cache.layers[i]
             layer.buf_k[row, :, width - n : width] = src.keys[0]

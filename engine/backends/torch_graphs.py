@@ -13,7 +13,6 @@ the tests check it against the ordinary batched path.
 
 from __future__ import annotations
 
-import logging
 from typing import Callable, Optional
 
 import numpy as np
@@ -21,8 +20,6 @@ import torch
 from transformers.cache_utils import CacheLayerMixin, DynamicCache
 
 from . import torch_cache
-
-log = logging.getLogger(__name__)
 
 BUCKETS = (1, 2, 4, 8, 16)
 
