@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
+    bench.add_argument("--long-context", type=int, default=4000,
+                       help="context of the decode_ms_ctx4k figure (tokens; default 4000)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     bench.add_argument("--prefill-tokens", type=int, default=2000, help="prompt length the prefill figures use")
     bench.add_argument("--contended", action="store_true",

@@ -16,6 +16,7 @@ import time
 from . import Engine, EngineConfig, SamplingParams, backends
 from .bench_bf16 import bf16_figures
 from .bench_contended import decode_contended, decode_two_procs
+from .bench_context import context_figures, context_rows
 from .bench_library import LibraryModel
 from .errors import EngineError
 
@@ -36,7 +37,8 @@ def run_bench(args: argparse.Namespace) -> int:
         try:
             results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
                                           contended=getattr(args, "contended", False),
-                                          prefill_tokens=getattr(args, "prefill_tokens", 2000))
+                                          prefill_tokens=getattr(args, "prefill_tokens", 2000),
+                                          long_context=getattr(args, "long_context", 4000))
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -52,7 +54,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say,
-                  contended: bool = False, prefill_tokens: int = 2000) -> dict:
+                  contended: bool = False, prefill_tokens: int = 2000, long_context: int = 4000) -> dict:
     """Every figure for one backend. Raises EngineError when the model does not load on it.
     contended: also decode beside a busy process and beside a second engine process."""
     started = time.perf_counter()
@@ -65,6 +67,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
         say(f"prefill: {prefill:.0f} tok/s")
         decode = measure_decode(engine, tokens)
         say(f"decode, one session: {decode:.1f} tok/s")
+        by_context = context_figures(engine, say, long_context)
         extra = {}
         if contended:
             extra["decode_tok_s_contended"] = round(decode_contended(engine, tokens, measure_decode), 2)
@@ -122,6 +125,7 @@ def bench_backend(model: str, backend: str, dtype: str, counts: list[int], token
             "bytes_per_session": cap.bytes_per_session,
             "max_context": engine.config.max_context,
             "peak_rss_bytes": peak_rss_bytes(),
+            **by_context,
             **extra,
         }
 
@@ -250,6 +254,7 @@ def print_table(f: dict) -> None:
     rows += comparison_rows(f)
     rows += [
         ("plain library decode", f"{f['library_decode_tok_s']:.1f} tok/s (engine ÷ library = {f['decode_vs_library']})"),
+        *context_rows(f),
     ]
     one = f["aggregate_tok_s"].get("1")
     for n, v in f["aggregate_tok_s"].items():

@@ -7,6 +7,8 @@ from typing import Optional
 from .errors import CapacityError, ModelLoadError
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+KV_CHUNK = 256
+"""Tokens a full-attention K/V buffer grows by (torch backend); capacity rounds max_context up to it."""
 # Share of memory still free after the weights that session state may use by default: the rest is
 # left to the OS, the app and activations.
 SAFE_SHARE = 0.5
@@ -43,7 +45,8 @@ def bytes_per_session(config: dict, dtype: str, max_context: int) -> int:
     """State bytes of one session filled to `max_context`.
 
     layers × kv heads × head dim × 2 (K and V) × dtype bytes × tokens, with sliding-window layers
-    capped at their window, plus any fixed-size recurrent/conv state of hybrid models.
+    capped at their window, plus any fixed-size recurrent/conv state of hybrid models. Full-attention
+    layers count max_context rounded up to KV_CHUNK: their buffers grow in whole chunks.
     """
     c = text_config(config)
     layers = int(c["num_hidden_layers"])
@@ -56,7 +59,7 @@ def bytes_per_session(config: dict, dtype: str, max_context: int) -> int:
     total = 0
     for kind in layer_types:
         if kind in ("full_attention", "attention"):
-            tokens = max_context
+            tokens = -(-max_context // KV_CHUNK) * KV_CHUNK
         elif kind == "sliding_attention" and window:
             tokens = min(max_context, int(window))
         else:  # linear attention / recurrent layers: a fixed state, estimated from the config

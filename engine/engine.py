@@ -216,6 +216,9 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
     backend = backends.create(config.backend, config.device, config.dtype, config.quantize)
     report(0.5, f"loading {model.name} with {backend.name}")
     backend.load(model.path, model.config)
+    warm_up = getattr(backend, "warm_up", None)
+    if warm_up is not None:  # e.g. CUDA graphs of the decode step, before free memory is measured
+        warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
     codec = TextCodec(model.path)
     worker = Worker(backend, codec, model, config)
     worker.vocab_size = int(text_config(model.config).get("vocab_size") or len(codec.tokenizer))

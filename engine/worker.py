@@ -162,9 +162,39 @@ class Worker:
                 self._poison(slot, slot.job, error)
 
     def _read_state(self, path: Path):
+        """Check everything the metadata says (format, backend, model, size) before reading tensors."""
         if not path.is_file():
             raise StateFileError(f"no saved state at {path}")
-        state, meta = self._load_backend_state(path)
+        meta = self._state_metadata(path)
+        try:
+            tokens = [int(t) for t in json.loads(meta["tokens"])]
+            fed = int(meta["fed"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise StateFileError(f"{path.name} does not say which tokens it holds: {e}") from e
+        if not 0 <= fed <= len(tokens):
+            raise StateFileError(f"{path.name} says {fed} of its {len(tokens)} tokens were fed")
+        if len(tokens) > self.config.max_context:
+            raise StateFileError(
+                f"{path.name} holds {len(tokens)} tokens, more than this engine's max_context "
+                f"({self.config.max_context})"
+            )
+        state, _ = self.backend.load_state(path)
+        chat_text = meta.get("chat_text", "")
+        return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
+
+    def _state_metadata(self, path: Path) -> dict[str, str]:
+        """The file's metadata, refused by name when it is not this engine's kind of state."""
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = _our_metadata(f.metadata() or {})
+        except Exception as e:
+            raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
+        if meta.get("backend", self.backend.name) != self.backend.name:
+            raise StateFileError(
+                f"{path.name} was saved by the {meta['backend']} backend; this engine runs {self.backend.name}"
+            )
         if meta.get("format") != STATE_FORMAT:
             raise StateFileError(f"{path.name} is not a Confab session state")
         if meta.get("model_fingerprint") != self.model.fingerprint:
@@ -172,25 +202,7 @@ class Worker:
                 f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
                 f"this engine runs {self.model.name} ({self.model.fingerprint})"
             )
-        tokens = [int(t) for t in json.loads(meta["tokens"])]
-        fed = int(meta["fed"])
-        chat_text = meta.get("chat_text", "")
-        return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
-
-    def _load_backend_state(self, path: Path):
-        """Refuse, by name, a state written by the other backend before its loader trips on it."""
-        from safetensors import safe_open
-
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = f.metadata() or {}
-        except Exception as e:
-            raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
-        if meta.get("backend", self.backend.name) != self.backend.name:
-            raise StateFileError(
-                f"{path.name} was saved by the {meta['backend']} backend; this engine runs {self.backend.name}"
-            )
-        return self.backend.load_state(path)
+        return meta
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:
@@ -395,6 +407,18 @@ class Worker:
                 job.out.put(Failed(EngineError(failure)))
             slot.job, slot.state = None, None
         self.slots.clear()
+
+
+def _our_metadata(raw: dict[str, str]) -> dict[str, str]:
+    """The engine's own metadata keys: torch writes them as they are, mlx-lm nests them one level
+    down when it flattens its [metadata, cache classes, ...] list ("0.format", "0.tokens", ...)."""
+    if "format" in raw:
+        return raw
+    for key, value in raw.items():
+        if key.endswith(".format") and value == STATE_FORMAT:
+            prefix = key[: -len("format")]
+            return {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
+    return raw
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

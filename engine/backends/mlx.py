@@ -103,12 +103,12 @@ class MlxBackend:
             logits = self.model(mx.array(token_ids)[:, None], cache=batch)
             last = logits[:, -1].astype(mx.float32)
             mx.eval(last, [c.state for c in batch])
+            return np.array(last)  # inside the try: a fault here comes after every layer wrote
         except BaseException:
             for c, n in zip(batch, width):
                 if c.size() > n:
                     c.trim(c.size() - n)
             raise
-        return np.array(last)
 
     def split(self, batch: list) -> list[list]:
         rows = batch[0].offset.shape[0]
@@ -164,6 +164,9 @@ class MlxBackend:
         except Exception as e:
             message = str(e).replace(str(link), str(path))
             raise StateFileError(f"{path.name} is not a readable session state: {message}") from e
+        expected = len(self.new_state())
+        if len(state) != expected:
+            raise StateFileError(f"{path.name} holds {len(state)} layers; this model has {expected}")
         return state, dict(metadata)
 
 

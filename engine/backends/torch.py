@@ -1,17 +1,21 @@
-"""PyTorch backend: transformers models with one DynamicCache per session, CUDA when present.
+"""PyTorch backend: transformers models with one preallocated K/V cache per session, CUDA when present.
 
-Batched decode: the decoding sessions' caches are left-padded and merged into one batch cache that
-stays resident between steps (re-merged only when the batch's members change); each step feeds one
-token per row with a 2-D attention mask and per-row position ids. Merging every step instead would
-copy every session's K/V twice more per token (pad+cat in, slice+clone out).
+Each session's K/V lives in chunk-grown buffers written in place (torch_cache.py). Batched decode:
+the decoding sessions' caches are left-padded into one batch cache of the same layout that stays
+resident between steps (re-merged only when the batch's members change); each step feeds one token
+per row with a 2-D attention mask and per-row position ids, and a failed step is undone by resetting
+the filled length.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager, Optional
+from typing import Callable, ContextManager, Optional
 
 import numpy as np
 import torch
@@ -21,6 +25,9 @@ from ..models.gguf_convert import gguf_source
 from .torch_dtype import auto_device, choose_dtype
 from .torch_gguf import load_gguf_model, quantize_linears
 from .torch_threads import apply_threads
+from . import torch_cache, torch_graphs
+
+log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -50,6 +57,8 @@ class TorchBackend:
         self._stream = None
         self.model = None
         self.weights_nbytes = 0
+        self.arena: Optional[torch_graphs.DecodeArena] = None
+        """Static-address batch state, graph-captured per bucket (CUDA); None: batches run eagerly."""
 
     def load(self, folder: Path, config: dict) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
@@ -100,42 +109,76 @@ class TorchBackend:
             stack.enter_context(torch.cuda.stream(self._stream))
         return stack
 
-    def new_state(self):
-        from transformers import DynamicCache
+    def warm_up(self, max_context: int, max_batch: int, report: Callable[[float, str], None]) -> None:
+        """On CUDA, capture the batched decode step per bucket (CONFAB_CUDA_GRAPHS=0 keeps it eager)."""
+        if self.device != "cuda" or os.environ.get("CONFAB_CUDA_GRAPHS", "1") == "0" or max_batch < 2:
+            return
+        with self.compute():
+            if not torch_cache.is_chunked(self._probe_state()):
+                return  # sliding-window / recurrent layers step one session per forward, eagerly
+            self.enable_static_decode(max_batch, max_context, capture=True, report=report)
 
-        return DynamicCache(config=self.model.config)
+    def _probe_state(self):
+        state = self.new_state()
+        self.forward(state, [0])
+        return state
+
+    def enable_static_decode(self, max_batch: int, max_context: int, capture: bool, report=lambda f, m: None) -> None:
+        """Run batches of up to 16 rows in a static arena (captured as CUDA graphs when `capture`).
+
+        Any failure leaves batches on the eager path, with the reason logged.
+        """
+        rows = torch_graphs.bucket_for(min(max_batch, torch_graphs.BUCKETS[-1]))
+        try:
+            arena = torch_graphs.DecodeArena(
+                self.model, rows, torch_cache.rounded(max_context), self.device, self._torch_dtype
+            )
+            if capture:
+                arena.capture(report)
+        except Exception:
+            log.exception("static decode is off: the decode step could not be set up or captured")
+            self.arena = None
+            return
+        self.arena = arena
+
+    def new_state(self):
+        return torch_cache.new_cache(self.model.config)
 
     def forward(self, state, token_ids: list[int]) -> np.ndarray:
         ids = torch.tensor([token_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
-        return out.logits[0, -1].float().cpu().numpy()
+        width = state.get_seq_length()
+        try:
+            out = self.model(input_ids=ids, past_key_values=state, use_cache=True, logits_to_keep=1)
+            return out.logits[0, -1].float().cpu().numpy()
+        except BaseException:
+            if torch_cache.is_chunked(state):  # layers written before the error: back to `width`
+                torch_cache.rollback(state, width)
+            raise
 
     # -- batched decode ----------------------------------------------------------------------------
     def batchable(self, state) -> bool:
-        """Only plain full-attention layers merge by left padding; sliding/recurrent ones step alone."""
-        from transformers.cache_utils import DynamicLayer
-
-        layers = getattr(state, "layers", None)
-        return bool(layers) and all(type(layer) is DynamicLayer and layer.is_initialized for layer in layers)
+        """Only chunked full-attention layers merge by left padding; sliding/recurrent ones step alone."""
+        return torch_cache.is_chunked(state)
 
     def merge(self, states: list) -> "TorchBatch":
         """One batch cache holding `states` left-padded to the longest (the states are not changed)."""
-        from transformers import DynamicCache
-
         lengths = [s.get_seq_length() for s in states]
+        arena = self.arena
+        if arena is not None and not arena.in_use and len(states) <= arena.max_rows and max(lengths) < arena.capacity:
+            arena.load(states, lengths)
+            return TorchBatch(None, None, lengths, arena)
         longest = max(lengths)
-        data = []
-        for i in range(len(states[0].layers)):
-            keys = [_left_pad(s.layers[i].keys, longest) for s in states]
-            values = [_left_pad(s.layers[i].values, longest) for s in states]
-            data.append((torch.cat(keys), torch.cat(values)))
         mask = torch.zeros((len(states), longest), dtype=torch.long, device=self.device)
         for row, n in enumerate(lengths):
             mask[row, longest - n:] = 1
-        return TorchBatch(DynamicCache(ddp_cache_data=data, config=self.model.config), mask, lengths)
+        return TorchBatch(torch_cache.merge(states, lengths), mask, lengths)
 
     def forward_batch(self, batch: "TorchBatch", token_ids: list[int]) -> np.ndarray:
         """Append one token per row; return float32 logits, one row per member. On error, unchanged."""
+        if batch.arena is not None:
+            logits = batch.arena.step(token_ids)
+            batch.lengths = list(batch.arena.lengths)
+            return logits
         rows = len(batch.lengths)
         ids = torch.tensor(token_ids, dtype=torch.long, device=self.device).view(rows, 1)
         mask = torch.cat([batch.mask, batch.mask.new_ones((rows, 1))], dim=1)
@@ -146,35 +189,30 @@ class TorchBackend:
                 input_ids=ids, attention_mask=mask, position_ids=positions,
                 past_key_values=batch.cache, use_cache=True, logits_to_keep=1,
             )
+            # Inside the try: on CUDA a device fault surfaces here, at the copy, after every layer wrote.
+            logits = out.logits[:, -1].float().cpu().numpy()
         except BaseException:
-            for layer in batch.cache.layers:  # layers updated before the error hold one column too many
-                if layer.get_seq_length() > width:
-                    layer.crop(width - layer.get_seq_length())
+            # Exact: what the step wrote lies past `width`, which only the filled length exposes.
+            torch_cache.rollback(batch.cache, width)
             raise
         batch.mask = mask
         batch.lengths = [n + 1 for n in batch.lengths]
-        return out.logits[:, -1].float().cpu().numpy()
+        return logits
 
     def split(self, batch: "TorchBatch") -> list:
-        """Each member's own cache again, padding dropped (copies: the batch tensors are freed)."""
-        from transformers import DynamicCache
-
-        width = batch.mask.shape[1]
-        states = []
-        for row, n in enumerate(batch.lengths):
-            data = [
-                (layer.keys[row:row + 1, :, width - n:].clone(), layer.values[row:row + 1, :, width - n:].clone())
-                for layer in batch.cache.layers
-            ]
-            states.append(DynamicCache(ddp_cache_data=data, config=self.model.config))
-        return states
+        """Each member's own cache again, padding dropped (copies: the batch buffers are freed)."""
+        if batch.arena is not None:
+            return batch.arena.split()
+        return [torch_cache.split_row(batch.cache, row, n) for row, n in enumerate(batch.lengths)]
 
     def row_nbytes(self, batch: "TorchBatch", row: int) -> int:
-        """Bytes member `row`'s own state will hold once split out (its unpadded part)."""
-        width = batch.mask.shape[1]
-        return sum(t.numel() * t.element_size() for t in _layer_tensors(batch.cache)) * batch.lengths[row] // (
-            width * len(batch.lengths)
-        )
+        """Bytes member `row`'s own state will hold once split out (its length in whole chunks)."""
+        if batch.arena is not None:
+            pairs = zip(batch.arena.keys, batch.arena.values)
+        else:
+            pairs = ((layer.buf_k, layer.buf_v) for layer in batch.cache.layers)
+        per_token = sum((k[0, :, 0].numel() + v[0, :, 0].numel()) * k.element_size() for k, v in pairs)
+        return per_token * torch_cache.rounded(batch.lengths[row])
 
     def trim(self, state, n: int) -> bool:
         if n <= 0:
@@ -185,27 +223,25 @@ class TorchBackend:
         return True
 
     def state_nbytes(self, state) -> int:
-        return sum(t.numel() * t.element_size() for t in _layer_tensors(state))
+        return torch_cache.cache_nbytes(state)
 
     def save_state(self, state, path: Path, metadata: dict[str, str]) -> None:
         from safetensors.torch import save_file
 
-        tensors = {}
-        for i, layer in enumerate(state.layers):
-            if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                tensors[f"{i}.keys"] = layer.keys.contiguous().cpu()
-                tensors[f"{i}.values"] = layer.values.contiguous().cpu()
-        meta = dict(metadata, layers=str(len(state.layers)))
+        tensors, lengths = torch_cache.saved_tensors(state)
+        meta = dict(metadata, layers=str(len(state.layers)), lengths=json.dumps(lengths))
         save_file(tensors, str(path), metadata=meta)
 
     def load_state(self, path: Path):
         from safetensors import safe_open
-        from transformers import DynamicCache
 
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
                 metadata = f.metadata() or {}
                 layers = int(metadata.get("layers", "0"))
+                expected = len(self.new_state().layers)
+                if layers != expected:  # before any tensor is read: a foreign file names no layer we have
+                    raise StateFileError(f"{path.name} holds {layers} layers; this model has {expected}")
                 data = []
                 for i in range(layers):
                     if f"{i}.keys" in f.keys():
@@ -214,10 +250,12 @@ class TorchBackend:
                         data.append((k, v))
                     else:
                         data.append((None, None))
+        except StateFileError:
+            raise
         except Exception as e:
             raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
-        state = DynamicCache(ddp_cache_data=data, config=self.model.config) if data else self.new_state()
-        return state, metadata
+        lengths = json.loads(metadata["lengths"]) if "lengths" in metadata else None
+        return torch_cache.restored(self.model.config, data, lengths), metadata
 
 
 @dataclass
@@ -225,20 +263,9 @@ class TorchBatch:
     """The resident batch cache of the sessions decoding together."""
 
     cache: object
-    mask: torch.Tensor
+    mask: Optional[torch.Tensor]
     """(rows, width): 1 where a row holds a real token, 0 on its left padding."""
     lengths: list[int]
     """Real tokens per row; the next token's position id."""
-
-
-def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:
-    pad = width - t.shape[-2]
-    return torch.nn.functional.pad(t, (0, 0, pad, 0)) if pad else t
-
-
-def _layer_tensors(state):
-    for layer in state.layers:
-        for name in ("keys", "values"):
-            t = getattr(layer, name, None)
-            if isinstance(t, torch.Tensor):
-                yield t
+    arena: Optional[torch_graphs.DecodeArena] = None
+    """Set when the batch lives in the static decode arena instead of `cache`/`mask`."""

@@ -28,9 +28,11 @@ def test_chat_reports_a_bad_model_clearly():
 
 
 def test_bench_json_has_the_documented_figures():
-    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--prefill-tokens", "64", "--json")
+    out = run("bench", "--backend", "torch", "--sessions", "1,2", "--tokens", "8", "--prefill-tokens", "64",
+              "--long-context", "200", "--json")
     assert out.returncode == 0, out.stderr
     figures = json.loads(out.stdout)
+    assert figures["decode_ms_ctx64"] > 0 and figures["decode_ms_ctx4k"] > 0
     for key in ("decode_tok_s", "aggregate_tok_s", "library_decode_tok_s", "weights_bytes",
                 "bytes_per_session", "peak_rss_bytes", "ttft_idle_s", "ttft_busy8_s", "linear_8_rows_cost",
                 "prefill_tok_s", "prefill_tok_s_bf16", "decode_tok_s_bf16", "aggregate8_tok_s_bf16",

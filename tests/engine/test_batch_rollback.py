@@ -1,0 +1,107 @@
+"""A batched forward that fails part-way is undone exactly: later tokens equal those of a clean run.
+
+The fault strikes inside the second layer, after the first has already written this step's K/V
+into the batch cache; the members are retried alone and then decode on (batched again).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from tests.engine.helpers import prompt_ids, token_ids
+from tests.engine.test_batching import TEXTS, greedy
+
+TOKENS = 40
+
+
+def run_together(engine, n: int) -> list[list[int]]:
+    """`n` sessions started in one round, each generating TOKENS greedy tokens; their token lists."""
+    sessions = [engine.open_session() for _ in range(n)]
+    gate = threading.Event()
+    engine._post(lambda w: gate.wait(30))  # every request starts in the same round
+    streams = [s.generate(prompt_ids(engine, TEXTS[i]), greedy(TOKENS)) for i, s in enumerate(sessions)]
+    gate.set()
+    out = [token_ids(stream) for stream in streams]
+    for s in sessions:
+        s.close()
+    return out
+
+
+def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int]) -> itertools.count:
+    """Make batched calls numbered in `fail_at` (0-based) fail `where`; returns the call counter.
+
+    "layer": inside layer 1, after layer 0 wrote this step's K/V. "copy": at the device-to-host copy
+    of the logits, after every layer wrote (where an asynchronous CUDA fault surfaces).
+    """
+    calls = itertools.count()
+
+    def should_fail(rows: int) -> bool:
+        return rows > 1 and next(calls) in fail_at
+
+    def fault():
+        raise RuntimeError(f"simulated fault ({where})")
+
+    model = engine._worker.backend.model
+    if where == "layer" and backend == "torch":
+        layer = model.model.layers[1]
+        real_forward = layer.forward
+        monkeypatch.setattr(
+            layer, "forward", lambda h, *a, **k: fault() if should_fail(h.shape[0]) else real_forward(h, *a, **k)
+        )
+    elif where == "layer":
+        class FaultyLayer:  # stands in for layer 1 in the model's list; everything else is the real layer's
+            def __init__(self, real):
+                self.real = real
+
+            def __getattr__(self, name):
+                return getattr(self.real, name)
+
+            def __call__(self, x, *args, **kwargs):
+                return fault() if should_fail(x.shape[0]) else self.real(x, *args, **kwargs)
+
+        layers = list(model.model.layers)
+        layers[1] = FaultyLayer(layers[1])
+        monkeypatch.setattr(model.model, "layers", layers)
+    elif backend == "torch":
+        import torch
+
+        real_numpy = torch.Tensor.numpy
+        monkeypatch.setattr(
+            torch.Tensor, "numpy", lambda t, *a, **k: fault() if t.dim() == 2 and should_fail(t.shape[0]) else real_numpy(t, *a, **k)
+        )
+    else:
+        import numpy as np
+
+        import engine.backends.mlx as mlx_backend
+
+        class FaultyNumpy:  # the backend's `np`, whose array() fails on batched logits
+            def __getattr__(self, name):
+                return getattr(np, name)
+
+            @staticmethod
+            def array(a, *args, **kwargs):
+                if getattr(a, "ndim", 0) == 2 and should_fail(a.shape[0]):
+                    fault()
+                return np.array(a, *args, **kwargs)
+
+        monkeypatch.setattr(mlx_backend, "np", FaultyNumpy())
+    return calls
+
+
+@pytest.mark.parametrize("where", ["layer", "copy"])
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_fault_then_continue_equals_no_fault(make_engine, tiny_models, backend, monkeypatch, arch, where):
+    engine = make_engine(tiny_models[arch], backend)
+    clean = run_together(engine, 3)
+    calls = inject_fault(engine, backend, where, monkeypatch, fail_at={3, 4, 12})
+    faulted = run_together(engine, 3)
+    assert next(calls) > 12, "the faults were not injected into batched forwards"
+    for i, (got, want) in enumerate(zip(faulted, clean)):
+        assert got == want, f"session {i} differs from the clean run from token {_first_diff(got, want)}"
+
+
+def _first_diff(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
