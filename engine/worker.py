@@ -6,9 +6,7 @@ it through `Engine._post` / `Engine._call`, which queue a function to run here b
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -16,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from . import capacity
-from .errors import EngineError, SessionClosedError, SessionPoisonedError, StateFileError
+from . import capacity, state_file
+from .errors import EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
 from .sampling import make_sampler
 from .scheduler import RoundRobin
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 log = logging.getLogger(__name__)
-STATE_FORMAT = "confab-session-state/1"
 
 
 @dataclass
@@ -126,20 +123,9 @@ class Worker:
         self._release(slot)
         if slot.state is None:
             slot.state = self.backend.new_state()
-        meta = {
-            "format": STATE_FORMAT,
-            "model_fingerprint": self.model.fingerprint,
-            "template_fingerprint": self.codec.template_fingerprint,
-            "tokens": json.dumps(list(session._tokens)),
-            "fed": str(len(slot.fed)),
-            "chat_text": session._chat_key[0],
-            "backend": self.backend.name,
-        }
-        tmp = path.with_name(path.name + ".tmp")
-        self.backend.save_state(slot.state, tmp, meta)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        meta = state_file.metadata(self.backend.name, self.model.fingerprint, self.codec.template_fingerprint,
+                                   session._tokens, len(slot.fed), session._chat_key[0])
+        state_file.write(self.backend, slot.state, path, meta)
 
     def _release(self, slot: Optional[Slot]) -> None:
         """Give `slot` its own state back if the batch holds it (the batch re-merges next round)."""
@@ -163,46 +149,9 @@ class Worker:
 
     def _read_state(self, path: Path):
         """Check everything the metadata says (format, backend, model, size) before reading tensors."""
-        if not path.is_file():
-            raise StateFileError(f"no saved state at {path}")
-        meta = self._state_metadata(path)
-        try:
-            tokens = [int(t) for t in json.loads(meta["tokens"])]
-            fed = int(meta["fed"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise StateFileError(f"{path.name} does not say which tokens it holds: {e}") from e
-        if not 0 <= fed <= len(tokens):
-            raise StateFileError(f"{path.name} says {fed} of its {len(tokens)} tokens were fed")
-        if len(tokens) > self.config.max_context:
-            raise StateFileError(
-                f"{path.name} holds {len(tokens)} tokens, more than this engine's max_context "
-                f"({self.config.max_context})"
-            )
+        tokens, fed, chat_text = state_file.check(path, self.backend.name, self.model, self.config.max_context)
         state, _ = self.backend.load_state(path)
-        chat_text = meta.get("chat_text", "")
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
-
-    def _state_metadata(self, path: Path) -> dict[str, str]:
-        """The file's metadata, refused by name when it is not this engine's kind of state."""
-        from safetensors import safe_open
-
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = _our_metadata(f.metadata() or {})
-        except Exception as e:
-            raise StateFileError(f"{path.name} is not a readable session state: {e}") from e
-        if meta.get("backend", self.backend.name) != self.backend.name:
-            raise StateFileError(
-                f"{path.name} was saved by the {meta['backend']} backend; this engine runs {self.backend.name}"
-            )
-        if meta.get("format") != STATE_FORMAT:
-            raise StateFileError(f"{path.name} is not a Confab session state")
-        if meta.get("model_fingerprint") != self.model.fingerprint:
-            raise StateFileError(
-                f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
-                f"this engine runs {self.model.name} ({self.model.fingerprint})"
-            )
-        return meta
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:
@@ -407,18 +356,6 @@ class Worker:
                 job.out.put(Failed(EngineError(failure)))
             slot.job, slot.state = None, None
         self.slots.clear()
-
-
-def _our_metadata(raw: dict[str, str]) -> dict[str, str]:
-    """The engine's own metadata keys: torch writes them as they are, mlx-lm nests them one level
-    down when it flattens its [metadata, cache classes, ...] list ("0.format", "0.tokens", ...)."""
-    if "format" in raw:
-        return raw
-    for key, value in raw.items():
-        if key.endswith(".format") and value == STATE_FORMAT:
-            prefix = key[: -len("format")]
-            return {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
-    return raw
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
