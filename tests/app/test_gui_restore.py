@@ -55,7 +55,8 @@ def test_size_splitter_and_last_conversation_come_back(qtbot, start):
     qtbot.waitUntil(lambda: again.window.current_id == first, timeout=5_000)
     assert (again.window.width(), again.window.height()) == (700, 500)
     assert again.window.splitter.sizes() == sizes
-    assert again.window.chat.title_label.text() == "First"
+    # The header and messages appear together once the store has answered.
+    qtbot.waitUntil(lambda: again.window.chat.title_label.text() == "First", timeout=5_000)
     assert again.window.conversation_list.current_id() == first
     assert second != first
 
