@@ -215,12 +215,16 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
     config = _fit_context(config, model)
     backend = backends.create(config.backend, config.device, config.dtype, config.quantize)
     report(0.5, f"loading {model.name} with {backend.name}")
-    backend.load(model.path, model.config)
-    warm_up = getattr(backend, "warm_up", None)
-    if warm_up is not None:  # e.g. CUDA graphs of the decode step, before free memory is measured
-        warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
-    codec = TextCodec(model.path)
-    worker = Worker(backend, codec, model, config)
+    try:
+        backend.load(model.path, model.config)
+        warm_up = getattr(backend, "warm_up", None)
+        if warm_up is not None:  # e.g. CUDA graphs of the decode step, before free memory is measured
+            warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
+        codec = TextCodec(model.path)
+        worker = Worker(backend, codec, model, config)
+    except BaseException:
+        backend.close()  # this thread's library state goes now, not in the thread's exit
+        raise
     worker.vocab_size = int(text_config(model.config).get("vocab_size") or len(codec.tokenizer))
     worker.load_seconds = time.perf_counter() - started
     report(1.0, f"loaded {model.name} in {worker.load_seconds:.1f} s")

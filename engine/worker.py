@@ -356,6 +356,7 @@ class Worker:
                 job.out.put(Failed(EngineError(failure)))
             slot.job, slot.state = None, None
         self.slots.clear()
+        self.backend.close()
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

@@ -72,6 +72,12 @@ class Backend(Protocol):
     def load_state(self, path: Path) -> tuple[State, dict[str, str]]:
         """Read a state written by save_state, in this backend's dtype and device."""
 
+    def close(self) -> None:
+        """Drop the model and what the library keeps for this thread (engine thread, last call).
+
+        Called once the engine stops, or after a failed load: thread-local library state must go
+        while the interpreter still runs, not in the thread's exit, which may race its shutdown."""
+
 
 REQUIRES = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm")}
 """The modules each backend needs."""

@@ -74,6 +74,18 @@ class MlxBackend:
     def compute(self) -> ContextManager:
         return mx.stream(self._stream)
 
+    def close(self) -> None:
+        """Free the weights and this thread's MLX streams and random key.
+
+        mlx keeps a random key per thread whose C++ destructor takes the GIL; left to the engine
+        thread's exit it can run while the interpreter finalizes (a program that closes its engine
+        and exits at once) and aborts the process ("terminate called without an active exception").
+        `clear_streams` drops them now, on this thread, after the stream has finished its work."""
+        if self._stream is not None:
+            mx.synchronize(self._stream)
+        self.model, self._stream = None, None
+        mx.clear_streams()
+
     def new_state(self) -> list:
         # mlx-lm's caches allocate on their first update, so an unused session holds no arrays.
         with mx.stream(self._stream):

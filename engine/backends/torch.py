@@ -109,6 +109,10 @@ class TorchBackend:
             stack.enter_context(torch.cuda.stream(self._stream))
         return stack
 
+    def close(self) -> None:
+        """Free the weights (and the static decode arena) on the engine thread."""
+        self.model, self.arena, self._stream = None, None, None
+
     def warm_up(self, max_context: int, max_batch: int, report: Callable[[float, str], None]) -> None:
         """On CUDA, capture the batched decode step per bucket (CONFAB_CUDA_GRAPHS=0 keeps it eager)."""
         if self.device != "cuda" or os.environ.get("CONFAB_CUDA_GRAPHS", "1") == "0" or max_batch < 2:
