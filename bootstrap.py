@@ -122,6 +122,8 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
     so a fresh .venv installs it in seconds; the user's own CMAKE_ARGS build past that cache (it does
     not know which flags built a wheel) and replace an installed build made with other flags."""
     env = llama_build_env(environ)
+    required = environ.get("CONFAB_REQUIRE_LLAMA", "") not in ("", "0")
+    retry_failed = retry_failed or required
     stamp = VENV / "confab-llama"
     want = {"requirement": requirement, "cmake_args": env["CMAKE_ARGS"]}
     done = json.loads(stamp.read_text()) if stamp.exists() else {}
@@ -141,7 +143,7 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
         log = VENV / LLAMA_LOG
         log.write_text(result.stdout + result.stderr)
         print(llama_failure_message(result.stdout + result.stderr, log), file=sys.stderr, flush=True)
-        if environ.get("CONFAB_REQUIRE_LLAMA", "") not in ("", "0"):
+        if required:
             raise SystemExit(f"{LLAMA_PACKAGE} is required here (CONFAB_REQUIRE_LLAMA) and did not build")
     return ok
 

@@ -135,6 +135,9 @@ def test_ci_fails_when_llama_cpp_does_not_build(checkout, monkeypatch):
     monkeypatch.setenv("CONFAB_REQUIRE_LLAMA", "1")
     with pytest.raises(SystemExit, match="CONFAB_REQUIRE_LLAMA"):
         bootstrap.ensure_venv("test")
+    with pytest.raises(SystemExit, match="CONFAB_REQUIRE_LLAMA"):  # the recorded failure is not taken as an answer
+        bootstrap.ensure_venv("test")
+    assert len(pip.llama_calls()) == 2
 
 
 def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout, monkeypatch):
