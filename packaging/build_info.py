@@ -96,8 +96,14 @@ def bundled_model_dir() -> Path:
 
 
 def model_datas(folder: Path) -> list[tuple[str, str]]:
-    """(source, destination folder) pairs that ship the converted model inside the build."""
-    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file()]
+    """(source, destination folder) pairs that ship the converted model inside the build.
+
+    Not the note of which .gguf the folder came from: it names a path on the build machine, and a
+    frozen app that found that file there (the build machine's own check) would read the GGUF with
+    the gguf package, which the build leaves out."""
+    from engine.models.gguf_convert import SOURCE_FILE
+
+    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file() and f.name != SOURCE_FILE]
 
 
 def llama_requirement() -> str:

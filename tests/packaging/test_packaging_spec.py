@@ -36,6 +36,7 @@ def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, R
     model.mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (model / name).write_text("{}")
+    (model / "confab-source.json").write_text('{"path": "/build/machine/model.gguf"}')  # where it was converted from
     monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))  # no conversion in a fast check
     hooks = types.ModuleType("PyInstaller.utils.hooks")
     hooks.collect_submodules = lambda package, filter=None: [m for m in (package, f"{package}.modeling_x", f"{package}.modular_x") if filter is None or filter(m)]
@@ -72,7 +73,8 @@ def test_resources_and_converted_model_ship_as_data(made, tmp_path):
     assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
     (name,) = BUNDLED
     model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
-    assert model == {"config.json", "model.safetensors", "tokenizer.json"}  # engine frozen_model() path
+    # engine frozen_model() path; not the build machine's GGUF path, which the frozen app would follow
+    assert model == {"config.json", "model.safetensors", "tokenizer.json"}
 
 
 def test_excludes_what_the_app_does_not_use(made, build_info):
