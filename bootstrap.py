@@ -127,7 +127,9 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
     stamp = VENV / "confab-llama"
     want = {"requirement": requirement, "cmake_args": env["CMAKE_ARGS"]}
     done = json.loads(stamp.read_text()) if stamp.exists() else {}
-    if {k: done.get(k) for k in want} == want and (done.get("ok") or not retry_failed):
+    installed = {k: done.get(k) for k in want} if done.get("ok") else None
+    failed = done.get("failed") if done.get("ok") else {k: done.get(k) for k in want}
+    if want == installed or (want == failed and not retry_failed):
         return bool(done.get("ok"))
     command = pip(python) + [requirement]
     if done.get("ok") and done.get("requirement") == requirement:  # installed, built with other flags
@@ -138,25 +140,33 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
           "first time, then from pip's cache", flush=True)
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     ok = result.returncode == 0
-    stamp.write_text(json.dumps({**want, "ok": ok}))
+    if ok:
+        stamp.write_text(json.dumps({**want, "ok": True}))
+    elif installed:  # pip removes nothing when a build fails: the build before stays, the attempt is noted
+        stamp.write_text(json.dumps({**done, "failed": want}))
+    else:
+        stamp.write_text(json.dumps({**want, "ok": False}))
     if not ok:
         log = VENV / LLAMA_LOG
         log.write_text(result.stdout + result.stderr)
-        print(llama_failure_message(result.stdout + result.stderr, log), file=sys.stderr, flush=True)
+        kept = installed["cmake_args"] if installed else None
+        print(llama_failure_message(result.stdout + result.stderr, log, kept), file=sys.stderr, flush=True)
         if required:
             raise SystemExit(f"{LLAMA_PACKAGE} is required here (CONFAB_REQUIRE_LLAMA) and did not build")
     return ok
 
 
-def llama_failure_message(output: str, log: Path, tail: int = 12) -> str:
+def llama_failure_message(output: str, log: Path, kept: str | None = None, tail: int = 12) -> str:
     """What a user reads when llama.cpp did not build: the end of pip's output, what it means, and
-    how to try again."""
+    how to try again. `kept`: the CMAKE_ARGS of a build still installed from before."""
     lines = [line for line in output.splitlines() if line.strip()][-tail:]
+    meaning = (f"The llama.cpp installed before (CMAKE_ARGS={kept!r}) stays in use." if kept is not None else
+               "Confab is installed and runs GGUF models on torch instead of llama.cpp (slower on a CPU).")
     return "\n".join([
         f"could not build {LLAMA_PACKAGE}; the end of pip's output:",
         *(f"    {line}" for line in lines),
         f"(all of it in {log})",
-        "Confab is installed and runs GGUF models on torch instead of llama.cpp (slower on a CPU).",
+        meaning,
         "To use llama.cpp, install a C/C++ compiler and CMake (Debian/Ubuntu: build-essential cmake;",
         "macOS: xcode-select --install; Windows: Visual Studio's C++ build tools), then run",
         "    python3 bootstrap.py setup",

@@ -160,6 +160,26 @@ def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout,
     assert len(pip.calls) == 9
 
 
+def test_a_failed_rebuild_keeps_the_build_installed_before(checkout, monkeypatch, capsys):
+    root, pip = checkout
+    bootstrap.ensure_venv("")  # the CPU build
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=on")
+    pip.llama_fails = True  # no CUDA toolkit, say: pip leaves the installed build alone
+    bootstrap.ensure_venv("")
+    err = capsys.readouterr().err
+    assert f"The llama.cpp installed before (CMAKE_ARGS={bootstrap.LLAMA_CPU_CMAKE_ARGS!r}) stays in use" in err
+    assert "runs GGUF models on torch" not in err
+    assert json.loads((root / ".venv" / "confab-llama").read_text())["ok"] is True, "still the working build's record"
+    bootstrap.ensure_venv("")  # the next launch does not try the failing build again
+    assert len(pip.llama_calls()) == 2
+    pip.llama_fails = False
+    bootstrap.main(["setup"])  # setup does, and the CUDA build replaces the CPU one
+    assert pip.llama_calls()[-1] == (["llama-cpp-python==0.3.16", "--force-reinstall", "--no-deps", "--no-cache-dir"],
+                                     "-DGGML_CUDA=on")
+    assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
+        "requirement": LLAMA, "cmake_args": "-DGGML_CUDA=on", "ok": True}
+
+
 def test_failure_message_shows_the_end_of_pips_output(tmp_path):
     output = "\n".join(f"line {i}" for i in range(40))
     message = bootstrap.llama_failure_message(output, tmp_path / "log", tail=3)
