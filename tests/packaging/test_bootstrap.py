@@ -145,7 +145,8 @@ def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout,
     bootstrap.ensure_venv("")
     bootstrap.ensure_venv("")
     assert len(pip.calls) == 4, "nothing to do the second time"
-    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text().replace(LLAMA, "llama-cpp-python==0.3.17"))
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(LLAMA, "llama-cpp-python==0.3.17"))
     bootstrap.ensure_venv("")
     assert pip.calls[6][0] == ["--no-deps", "-e", "."], "the project is reinstalled"
     assert pip.calls[7] == (["llama-cpp-python==0.3.17"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
