@@ -1,8 +1,9 @@
 """`python -m app --self-test`: the real window on a real model, end to end, in a temporary folder.
 
-Starts the app (offscreen when there is no display), sends a message in two conversations at once,
-waits for both replies, closes the app, starts it again on the same folder and checks that both
-conversations are there with their replies. Prints each step; exits 0, or 1 with the reason.
+Checks that llama.cpp's library loads (required in a frozen build), starts the app (offscreen when
+there is no display), sends a message in two conversations at once, waits for both replies, closes
+the app, starts it again on the same folder and checks that both conversations are there with their
+replies. Prints each step; exits 0, or 1 with the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine import EngineConfig, SamplingParams
+from engine import EngineConfig, SamplingParams, llama_library
 
 QUESTIONS = ("Name three colours.", "What is the capital of France?")
 PARAMS = SamplingParams(temperature=0, max_tokens=40)
@@ -36,6 +37,7 @@ def run_self_test(source: str, config: EngineConfig) -> int:
     home = Path(tempfile.mkdtemp(prefix="confab-self-test-"))
     started = time.perf_counter()
     try:
+        check_llama_library(frozen=bool(getattr(sys, "frozen", False)))
         first_run(qapp, home, source, config)
         second_run(qapp, home, source, config)
     except SelfTestFailed as e:
@@ -45,6 +47,18 @@ def run_self_test(source: str, config: EngineConfig) -> int:
         shutil.rmtree(home, ignore_errors=True)
     print(f"self-test passed in {time.perf_counter() - started:.1f} s", flush=True)
     return 0
+
+
+def check_llama_library(frozen: bool) -> None:
+    """An installer must ship llama.cpp's library and load it (GGUF models run on it); a source
+    install may lack it (bootstrap.py goes on without it where it cannot build), which is said."""
+    found = llama_library()
+    if found.available:
+        say(f"llama.cpp loads: {found.detail}")
+    elif frozen:
+        raise SelfTestFailed(f"llama.cpp does not load in this build ({found.detail})")
+    else:
+        say(f"llama.cpp is not installed here ({found.detail}); GGUF models run on torch")
 
 
 def first_run(qapp, home: Path, source: str, config: EngineConfig) -> None:

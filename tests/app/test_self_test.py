@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,3 +28,22 @@ def test_self_test_fails_with_the_reason(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "self-test FAILED" in done.stdout and "missing" in done.stdout
+
+
+def test_a_frozen_build_without_llama_cpp_fails_its_self_test(monkeypatch, capsys):
+    from app import self_test
+    from engine import LlamaLibrary
+
+    missing = LlamaLibrary(False, "FileNotFoundError: Shared library with base name 'llama' not found")
+    monkeypatch.setattr(self_test, "llama_library", lambda: missing)
+    with pytest.raises(self_test.SelfTestFailed, match="llama.cpp does not load in this build .*'llama' not found"):
+        self_test.check_llama_library(frozen=True)
+    self_test.check_llama_library(frozen=False)  # a source install may lack it: said, not failed
+    assert "llama.cpp is not installed here" in capsys.readouterr().out
+
+
+def test_the_self_test_says_which_llama_cpp_loads(capsys):
+    from app import self_test
+
+    self_test.check_llama_library(frozen=True)  # the installed llama-cpp-python loads here
+    assert "llama.cpp loads: llama-cpp-python 0.3.16 (CPU" in capsys.readouterr().out

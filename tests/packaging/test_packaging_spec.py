@@ -36,6 +36,7 @@ def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, R
     model.mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (model / name).write_text("{}")
+    (model / "confab-source.json").write_text('{"path": "/build/machine/model.gguf"}')  # where it was converted from
     monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))  # no conversion in a fast check
     hooks = types.ModuleType("PyInstaller.utils.hooks")
     hooks.collect_submodules = lambda package, filter=None: [m for m in (package, f"{package}.modeling_x", f"{package}.modular_x") if filter is None or filter(m)]
@@ -72,7 +73,8 @@ def test_resources_and_converted_model_ship_as_data(made, tmp_path):
     assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
     (name,) = BUNDLED
     model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
-    assert model == {"config.json", "model.safetensors", "tokenizer.json"}  # engine frozen_model() path
+    # engine frozen_model() path; not the build machine's GGUF path, which the frozen app would follow
+    assert model == {"config.json", "model.safetensors", "tokenizer.json"}
 
 
 def test_excludes_what_the_app_does_not_use(made, build_info):
@@ -102,6 +104,8 @@ def test_transformers_model_code_is_collected(made):
     ("PySide6/Qt/lib/libQt6Qml.so.6", False),
     ("PySide6/Qt/translations/qt_de.qm", False),
     ("models/smollm2-135m-instruct/model.safetensors", True),
+    ("llama_cpp/lib/libllama.so", True),
+    ("llama_cpp/lib/libggml-cuda.so", True),  # a CUDA build of llama.cpp: its own library, not NVIDIA's
 ])
 def test_prune_keeps_only_what_runs(build_info, dest, kept):
     assert build_info.keep(dest) is kept
@@ -122,3 +126,43 @@ def test_only_text_model_code_is_collected(made):
     assert "transformers.models.llama.modeling_x" in hidden
     modular = [m for m in hidden if m.startswith("transformers.") and ".modular_" in m]
     assert not modular, "transformers' modular_* sources pull in other model families"
+
+
+def _llama_package(root: Path, libs: tuple[str, ...]) -> Path:
+    package = root / "llama_cpp"
+    (package / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name in libs:
+        (package / "lib" / name).write_bytes(b"\x7fELF")
+    (package / "lib" / "libllama.pc").write_text("")  # not a library
+    return package
+
+
+def test_llama_cpp_ships_with_its_native_libraries_where_it_loads_them(monkeypatch, tmp_path, build_info):
+    # The build to bundle comes from CONFAB_LLAMA_DIR (build_llama.py's portable one), before the venv's.
+    package = _llama_package(tmp_path / "portable", ("libggml-base.so", "libggml.so", "libllama.so"))
+    monkeypatch.setenv("CONFAB_LLAMA_DIR", str(tmp_path / "portable"))
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    analysis = run_spec(monkeypatch, tmp_path)["Analysis"]
+    assert analysis.kwargs["binaries"] == [(str(package / "lib" / name), "llama_cpp/lib")
+                                           for name in ("libggml-base.so", "libggml.so", "libllama.so")]
+    assert "llama_cpp" in analysis.kwargs["hiddenimports"]
+    assert analysis.kwargs["pathex"][0] == str(tmp_path / "portable")
+    assert "llama_cpp.server" in analysis.kwargs["excludes"]
+
+
+def test_no_build_without_llama_cpps_library(monkeypatch, tmp_path):
+    _llama_package(tmp_path / "broken", ())
+    monkeypatch.setenv("CONFAB_LLAMA_DIR", str(tmp_path / "broken"))
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    with pytest.raises(SystemExit, match="has no native library in lib/"):
+        run_spec(monkeypatch, tmp_path)
+
+
+def test_the_installers_llama_cpp_is_portable_and_pinned_as_the_app(build_info, monkeypatch):
+    monkeypatch.delenv("CONFAB_LLAMA_CMAKE_ARGS", raising=False)
+    args = build_info.llama_cmake_args().split()
+    assert "-DGGML_NATIVE=OFF" in args and "-DGGML_OPENMP=OFF" in args  # runs on other CPUs than the builder's
+    assert build_info.llama_requirement() == "llama-cpp-python==0.3.16"
+    monkeypatch.setenv("CONFAB_LLAMA_CMAKE_ARGS", "-DGGML_CUDA=on")
+    assert build_info.llama_cmake_args() == "-DGGML_CUDA=on"
