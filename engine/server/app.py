@@ -9,6 +9,7 @@ worker thread (`anyio.to_thread`), and tokens arrive through `Reply`'s pump thre
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         return {"id": session_id, "object": "session", "deleted": True}
 
     @app.post("/v1/chat/completions")
-    async def chat(body: ChatCompletionRequest, x_session_id: Optional[str] = Header(default=None)):
+    async def chat(body: ChatCompletionRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
         pool = host.check_model(body.model)
         messages = body.engine_messages()
@@ -92,10 +93,11 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
             lease, stream = generation.start(pool, session_id, prompt, lambda s: s.chat(messages, params))
             return lease, stream, len(prompt)
 
-        return await _respond("chat", pool, body, begin)
+        return await _respond("chat", pool, body, begin, request)
 
     @app.post("/v1/completions")
-    async def completions(body: CompletionRequest, x_session_id: Optional[str] = Header(default=None)):
+    async def completions(body: CompletionRequest, request: Request,
+                          x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
         pool = host.check_model(body.model)
 
@@ -106,20 +108,48 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
             lease, stream = generation.start(pool, session_id, prompt, lambda s: s.generate(prompt, params))
             return lease, stream, len(prompt)
 
-        return await _respond("completions", pool, body, begin)
+        return await _respond("completions", pool, body, begin, request)
 
     return app
 
 
-async def _respond(kind: str, pool, body, begin):
+async def _respond(kind: str, pool, body, begin, request: Request):
     lease, stream, prompt_len = await to_thread.run_sync(begin)
     reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
     shape = Shape(kind, pool.engine.source, lease.key)
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    text, finish_reason, usage = await collect(reply)
+    whole = await _unless_gone(collect(reply), request, reply)
+    if whole is None:  # the client hung up: nobody reads this, but the session is free again
+        return JSONResponse({}, status_code=499)
+    text, finish_reason, usage = whole
     return shape.whole(text, finish_reason, usage)
+
+
+async def _unless_gone(work, request: Request, reply):
+    """Run `work` unless the client disconnects first; then cancel it (and the reply) and return None.
+
+    A streamed reply learns of a hang-up when a write fails; a non-streamed one writes nothing until
+    the end, so it listens for the disconnect message instead."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        reply.close()
+        return None
+    finally:
+        for pending in (task, gone):
+            if not pending.done():
+                pending.cancel()
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _session_id(in_body: Optional[str], in_header: Optional[str]) -> Optional[str]:

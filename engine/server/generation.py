@@ -56,6 +56,13 @@ class _Failure:
         self.error = error
 
 
+def interrupted(why: str) -> APIError:
+    """A reply stopped before it finished: never "stop", so no client takes it for a whole reply."""
+    status = 503 if "server" in why else 500
+    return APIError(status, f"the reply was interrupted before it finished: {why}", "reply_interrupted",
+                    "server_error")
+
+
 def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
     """Token ids of `messages` under the model's chat template (for pool matching and the context check)."""
     tokenizer = engine.tokenizer
@@ -143,6 +150,8 @@ class Reply:
                     if text:
                         yield Piece(text)
                     continue
+                if item.finish_reason == "cancelled" and not self._matcher.stopped:
+                    raise interrupted(self.lease.cut or "it was cancelled")
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
                 yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated))

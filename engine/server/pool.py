@@ -38,6 +38,8 @@ class Lease:
     named: bool
     leased: bool = True
     last_used: float = field(default_factory=time.monotonic)
+    cut: Optional[str] = None
+    """Why its running reply was stopped from outside (deleted, server stopping); None if it was not."""
 
     def describe(self) -> dict:
         """What GET /v1/sessions shows for this session."""
@@ -172,20 +174,25 @@ class SessionPool:
             lease = self._named.pop(key, None) or self._pooled.pop(key, None)
         if lease is None or lease.session is None:
             raise not_found(f"no session {key!r}", "session_not_found")
+        lease.cut = "its session was deleted"
         _close_quietly(lease.session)
 
-    def cancel_all(self) -> None:
-        """Stop every running reply at its next token (server shutdown)."""
+    def cancel_all(self, why: str = "the server is stopping") -> None:
+        """Stop every running reply at its next token (server shutdown); each reply says `why`."""
         with self._lock:
-            sessions = [l.session for l in (*self._named.values(), *self._pooled.values()) if l.session]
-        for session in sessions:
-            session.cancel()
+            leases = [l for l in (*self._named.values(), *self._pooled.values()) if l.session]
+            for lease in leases:
+                lease.cut = lease.cut or why
+        for lease in leases:
+            lease.session.cancel()
 
     def close(self) -> None:
         """Cancel every reply and free every session; later requests are refused. Idempotent."""
         with self._lock:
             self._closed = True
             leases = [*self._named.values(), *self._pooled.values()]
+            for lease in leases:
+                lease.cut = lease.cut or "the server switched models or is stopping"
             self._named.clear()
             self._pooled.clear()
         for lease in leases:
