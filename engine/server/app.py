@@ -23,9 +23,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from . import errors, generation
 from .errors import APIError
 from .host import EngineHost
+from .pool import POOLED_PREFIX
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
 
+MAX_SESSION_ID = 200  # as the body's session_id field
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -42,9 +44,6 @@ class ServerSettings:
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
     app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None)
     errors.install(app)
-    if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
-                           allow_headers=["*"])
     started = time.time()
 
     @app.middleware("http")
@@ -56,6 +55,10 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
                 return APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
                                 "invalid_api_key").response()
         return await call_next(request)
+
+    if settings.cors_origins:  # added last, so it wraps the key check: a browser can read a 401 too
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
+                           allow_headers=["*"])
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -74,7 +77,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     async def sessions() -> dict:
         return {"object": "list", "data": host.pool().describe()}
 
-    @app.delete("/v1/sessions/{session_id}")
+    @app.delete("/v1/sessions/{session_id:path}")  # an id may hold "/"
     async def delete_session(session_id: str) -> dict:
         pool = host.pool()
         await to_thread.run_sync(pool.delete, session_id)
@@ -155,4 +158,10 @@ async def _disconnected(request: Request) -> None:
 def _session_id(in_body: Optional[str], in_header: Optional[str]) -> Optional[str]:
     if in_body and in_header and in_body != in_header:
         raise errors.bad_request("session_id in the body and the X-Session-Id header differ")
-    return in_body or in_header or None
+    name = in_body or in_header or None
+    if name is not None and len(name) > MAX_SESSION_ID:
+        raise errors.bad_request(f"X-Session-Id is longer than {MAX_SESSION_ID} characters")
+    if name is not None and name.startswith(POOLED_PREFIX):
+        raise errors.bad_request(f"session ids starting with {POOLED_PREFIX!r} name the server's pooled "
+                                 "sessions; choose another id")
+    return name

@@ -175,5 +175,5 @@ def start(pool: SessionPool, session_id: Optional[str], prompt: list[int], begin
     try:
         return lease, begin(lease.session)
     except BaseException:
-        pool.release(lease)
+        pool.release(lease, discard=not lease.session.tokens)  # a refused first request leaves nothing
         raise

@@ -24,6 +24,9 @@ from .. import Engine, Session
 from ..errors import CapacityError, EngineError
 from .errors import APIError, busy_session, capacity_full, not_found
 
+POOLED_PREFIX = "pool-"
+"""Ids of pooled sessions start with this; a client may not name its own session so."""
+
 SIMILARITY = 0.5
 """Share of a pooled session's tokens a prompt must keep for that session to be reused while there
 is room for a new one (llama.cpp's server uses a similar threshold when it picks a slot)."""
@@ -87,7 +90,7 @@ class SessionPool:
                 if shared >= SIMILARITY * len(best.session.tokens) or not self._room():
                     best.leased = True
                     return best
-            lease = Lease(None, name if name is not None else f"pool-{next(self._ids)}", name is not None)  # type: ignore[arg-type]
+            lease = Lease(None, name if name is not None else f"{POOLED_PREFIX}{next(self._ids)}", name is not None)  # type: ignore[arg-type]
             self._table(lease)[lease.key] = lease  # reserves the name against a concurrent request
         try:
             lease.session = self._open()
