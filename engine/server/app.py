@@ -10,7 +10,6 @@ worker thread (`anyio.to_thread`), and tokens arrive through `Reply`'s pump thre
 from __future__ import annotations
 
 import asyncio
-import hmac
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -20,7 +19,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from . import errors, generation
+from . import errors, generation, guard
 from .errors import APIError
 from .host import EngineHost
 from .pool import POOLED_PREFIX
@@ -37,8 +36,14 @@ class ServerSettings:
 
     api_key: Optional[str] = None
     """When set, every /v1 request needs `Authorization: Bearer <api_key>`."""
+    api_keys: tuple[str, ...] = field(default_factory=tuple)
+    """More keys, one per client: each key's sessions are private to it."""
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     """Web origins allowed to call from a browser; none unless asked."""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in (self.api_key, *self.api_keys) if k)
 
 
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
@@ -46,14 +51,18 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     errors.install(app)
     started = time.time()
 
+    keys = settings.keys
+
     @app.middleware("http")
     async def _auth(request: Request, call_next):
-        if settings.api_key and request.url.path.startswith("/v1") and request.method != "OPTIONS":
-            given = request.headers.get("authorization", "")
-            token = given[7:] if given[:7].lower() == "bearer " else ""
-            if not hmac.compare_digest(token.encode(), settings.api_key.encode()):
-                return APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
-                                "invalid_api_key").response()
+        try:
+            if not keys:
+                guard.check_host(request.headers.get("host", ""))
+            request.state.owner = None
+            if keys and request.url.path.startswith("/v1") and request.method != "OPTIONS":
+                request.state.owner = guard.owner_of(request.headers.get("authorization", ""), keys)
+        except APIError as e:
+            return e.response()
         return await call_next(request)
 
     if settings.cors_origins:  # added last, so it wraps the key check: a browser can read a 401 too
@@ -73,19 +82,28 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         return {"object": "list", "data": [
             {"id": engine.source, "object": "model", "created": int(started), "owned_by": "confab"}]}
 
+    @app.get("/v1/models/{model:path}")  # a model id may be a path
+    async def model(model: str) -> dict:
+        host.check_model(model)  # 404 for any other model
+        return {"id": model, "object": "model", "created": int(started), "owned_by": "confab"}
+
     @app.get("/v1/sessions")
-    async def sessions() -> dict:
-        return {"object": "list", "data": host.pool().describe()}
+    async def sessions(request: Request) -> dict:
+        return {"object": "list", "data": host.pool().describe(request.state.owner)}
 
     @app.delete("/v1/sessions/{session_id:path}")  # an id may hold "/"
-    async def delete_session(session_id: str) -> dict:
+    async def delete_session(session_id: str, request: Request) -> dict:
         pool = host.pool()
-        await to_thread.run_sync(pool.delete, session_id)
+        await to_thread.run_sync(pool.delete, session_id, request.state.owner)
         return {"id": session_id, "object": "session", "deleted": True}
+
+    for path, what in errors.UNSUPPORTED.items():
+        app.add_api_route(path, errors.unsupported(what), methods=["GET", "POST"])
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
+        owner = request.state.owner
         pool = host.check_model(body.model)
         messages = body.engine_messages()
 
@@ -93,7 +111,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
             prompt = generation.chat_prompt(pool.engine, messages)
             generation.check_context(pool.engine, prompt)
             params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
-            lease, stream = generation.start(pool, session_id, prompt, lambda s: s.chat(messages, params))
+            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.chat(messages, params))
             return lease, stream, len(prompt)
 
         return await _respond("chat", pool, body, begin, request)
@@ -102,13 +120,14 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     async def completions(body: CompletionRequest, request: Request,
                           x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
+        owner = request.state.owner
         pool = host.check_model(body.model)
 
         def begin():
             prompt = generation.text_prompt(pool.engine, body.prompt)
             generation.check_context(pool.engine, prompt)
             params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
-            lease, stream = generation.start(pool, session_id, prompt, lambda s: s.generate(prompt, params))
+            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params))
             return lease, stream, len(prompt)
 
         return await _respond("completions", pool, body, begin, request)

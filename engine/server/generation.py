@@ -92,9 +92,12 @@ def check_context(engine: Engine, prompt: Sequence[int]) -> None:
 
 def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> SamplingParams:
     room = engine.config.max_context - prompt_len
+    temperature = DEFAULT_TEMPERATURE if body.temperature is None else float(body.temperature)
+    if body.top_p == 0:  # only the likeliest token is kept: that is greedy
+        temperature = 0.0
     return SamplingParams(
-        temperature=DEFAULT_TEMPERATURE if body.temperature is None else float(body.temperature),
-        top_p=1.0 if body.top_p is None else float(body.top_p),
+        temperature=temperature,
+        top_p=1.0 if not body.top_p else float(body.top_p),
         max_tokens=max(1, min(limit or room, room)),
         seed=body.seed,
         ignore_stop=body.ignore_eos,
@@ -168,10 +171,11 @@ class Reply:
         self._pool.release(self.lease, discard=self._failed)
 
 
-def start(pool: SessionPool, session_id: Optional[str], prompt: list[int], begin) -> tuple[Lease, Stream]:
+def start(pool: SessionPool, session_id: Optional[str], owner: Optional[str], prompt: list[int],
+          begin) -> tuple[Lease, Stream]:
     """Lease a session for `prompt` and start `begin(session) -> Stream` on it (runs on a worker thread:
     opening a session and waiting out a cancelled reply may block for a token)."""
-    lease = pool.acquire(session_id, prompt)
+    lease = pool.acquire(session_id, prompt, owner)
     try:
         return lease, begin(lease.session)
     except BaseException:
