@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from . import errors, generation, guard
 from .errors import APIError
 from .host import EngineHost
+from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .pool import POOLED_PREFIX
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
@@ -40,6 +41,8 @@ class ServerSettings:
     """More keys, one per client: each key's sessions are private to it."""
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     """Web origins allowed to call from a browser; none unless asked."""
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    """Largest request body read; a larger one is answered 413 before it is read."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -49,6 +52,7 @@ class ServerSettings:
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
     app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None)
     errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     started = time.time()
 
     keys = settings.keys

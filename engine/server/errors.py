@@ -112,7 +112,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
+            error.status_code, "http_error")
         message = str(error.detail)
         if error.status_code in (404, 405):
             message = f"{request.method} {request.url.path} is not served here; {ENDPOINTS}"

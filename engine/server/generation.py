@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Optional, Sequence
 
 from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
+from ..text import clean
+from . import limits
 from .errors import APIError, bad_request
 from .pool import Lease, SessionPool
 from .stops import StopMatcher
@@ -64,23 +66,22 @@ def interrupted(why: str) -> APIError:
 
 
 def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
-    """Token ids of `messages` under the model's chat template (for pool matching and the context check)."""
-    tokenizer = engine.tokenizer
-    if not getattr(tokenizer, "chat_template", None):
+    """Token ids of `messages` under the model's chat template, as the session will prefill them
+    (message content as text), for pool matching and the context check."""
+    if not getattr(engine.tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
-    try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception as e:
-        raise bad_request(f"the chat template rejected these messages: {e}") from e
-    return list(tokenizer(text, add_special_tokens=False).input_ids)
+    limits.check_chars(engine, sum(len(m["content"]) for m in messages))
+    return engine.chat_tokens(messages)
 
 
 def text_prompt(engine: Engine, prompt) -> list[int]:
-    """Token ids of a completions prompt: text (the tokenizer adds the model's usual prefix), or ids."""
+    """Token ids of a completions prompt: text (the tokenizer adds the model's usual prefix), or ids.
+    A raw prompt is the client's own template, so its markers are control tokens."""
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
         return list(prompt)
     text = prompt[0] if isinstance(prompt, list) else prompt
-    return list(engine.tokenizer(text, add_special_tokens=True).input_ids)
+    limits.check_chars(engine, len(text))
+    return list(engine.tokenizer(clean(text), add_special_tokens=True).input_ids)
 
 
 def check_context(engine: Engine, prompt: Sequence[int]) -> None:
