@@ -17,7 +17,7 @@ from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
 from ..text import clean
 from . import limits
 from .errors import APIError, bad_request
-from .pool import Lease, SessionPool
+from .pool import DELETED, Lease, SessionPool
 from .stops import StopMatcher
 
 DEFAULT_TEMPERATURE = 1.0  # OpenAI's default
@@ -60,7 +60,7 @@ class _Failure:
 
 def interrupted(why: str) -> APIError:
     """A reply stopped before it finished: never "stop", so no client takes it for a whole reply."""
-    status = 503 if "server" in why else 500
+    status = 500 if why == DELETED else 503  # 503: the server is going away; retry once it is back
     return APIError(status, f"the reply was interrupted before it finished: {why}", "reply_interrupted",
                     "server_error")
 

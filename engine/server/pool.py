@@ -24,6 +24,9 @@ from .. import Engine, Session
 from ..errors import CapacityError, EngineError
 from .errors import APIError, busy_session, capacity_full, not_found
 
+DELETED = "its session was deleted"
+"""Why a reply was cut when a client deleted its session (other cuts are the server stopping)."""
+
 POOLED_PREFIX = "pool-"
 """Ids of pooled sessions start with this; a client may not name its own session so."""
 
@@ -184,7 +187,7 @@ class SessionPool:
             lease = self._named.pop((owner, key), None) or self._pooled.pop((owner, key), None)
         if lease is None or lease.session is None:
             raise not_found(f"no session {key!r}", "session_not_found")
-        lease.cut = "its session was deleted"
+        lease.cut = DELETED
         _close_quietly(lease.session)
 
     def cancel_all(self, why: str = "the server is stopping") -> None:
