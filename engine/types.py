@@ -120,7 +120,7 @@ class SamplingParams:
             ("max_tokens", _is_int(self.max_tokens) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
             ("seed", self.seed is None or _is_int(self.seed), "seed must be an integer or None"),
             ("seed", self.seed is None or not _is_int(self.seed) or 0 <= self.seed < 2**64,
-             "seed must be an integer from 0 to 2**64 - 1"),
+             "seed must be in [0, 2**64)"),
         ]
         for name, ok, message in checks:
             if not ok:  # the value itself, never the whole params object (callers show this to users)
