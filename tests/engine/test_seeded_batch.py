@@ -1,7 +1,7 @@
 """A seeded reply is the same text whether it decodes alone or beside other sessions.
 
 The sampler's generator is the session's own (seeded per reply), and a seeded sampled reply is
-stepped in its own forward: a batched forward's logits differ from a solo one's in the last bits
+stepped in its own forward: a batched forward's logits differ slightly from a solo one's
 (left padding, other kernels), enough to tip a sampled token now and then and the whole text after it.
 """
 
