@@ -144,6 +144,12 @@ class Engine:
         """Identifies the chat template; a change means cached token prefixes may no longer match."""
         return self._codec.template_fingerprint
 
+    def chat_tokens(self, messages: list[dict], continue_final: bool = False) -> list[int]:
+        """The token ids a fresh session's `chat(messages)` prefills: the chat template's markers as
+        control tokens, message content as text (markers typed in it included)."""
+        codec = self._codec
+        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final))
+
     @property
     def tokenizer(self):
         """The Hugging Face tokenizer (thread-safe for encode/decode)."""

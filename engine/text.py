@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +20,26 @@ _TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endofte
 
 ROLES = ("system", "user", "assistant", "tool")
 """Message roles chat templates understand."""
+
+
+def clean(text: str) -> str:
+    """`text` with lone surrogates (valid in JSON and Python strings, not in UTF-8) as U+FFFD, as
+    the store writes them; the tokenizer cannot encode them. Surrogate pairs are joined."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered conversation and where in it the messages' own content lies."""
+
+    text: str
+    content: Optional[tuple[tuple[int, int], ...]]
+    """(start, end) character spans of message content; None when the template changed the content
+    in a way that could not be traced (then the text is encoded as a whole)."""
 
 
 class TextCodec:
@@ -56,6 +78,11 @@ class TextCodec:
         """The chat template applied to `messages`, ending with the assistant's generation prompt;
         with `continue_final`, ending inside the last (assistant) message instead, left open so
         the model writes more of it (a reply cut by the token limit or stopped)."""
+        return self.render_traced(messages, continue_final).text
+
+    def render_traced(self, messages: list[dict], continue_final: bool = False) -> Rendered:
+        """`render`, and where each message's content landed in the text (so `encode_chat` can
+        tokenize content as text while the template's own markers stay control tokens)."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
@@ -69,6 +96,16 @@ class TextCodec:
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
+        messages = [{**m, "content": clean(m["content"])} for m in messages]
+        text = self._apply(messages, continue_final)
+        # The same template over placeholders shows which characters are content: the text between
+        # placeholders is the template's. Placeholders are random so no content can contain one.
+        nonce = uuid.uuid4().hex
+        marks = [f"@{nonce}:{i}@" for i in range(len(messages))]
+        traced = self._apply([{**m, "content": mark} for m, mark in zip(messages, marks)], continue_final)
+        return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
+
+    def _apply(self, messages: list[dict], continue_final: bool) -> str:
         try:
             return self.tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=not continue_final,
@@ -78,13 +115,77 @@ class TextCodec:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; special-token text maps to its ids, nothing is added."""
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        return list(self.tokenizer(clean(text), add_special_tokens=False).input_ids)
+
+    def encode_chat(self, rendered: Rendered, start: int = 0) -> list[int]:
+        """Token ids of `rendered.text[start:]` where a control token typed inside message content is
+        tokenized as the text it is (a message cannot forge a turn); the template's markers stay
+        control tokens.
+
+        The text is tokenized whole first: when no control token falls inside content (nearly
+        always) those are the ids, exactly as before. Otherwise template and content pieces are
+        tokenized apart, content with `split_special_tokens`."""
+        text = rendered.text[start:]
+        spans = [(max(a - start, 0), b - start) for a, b in (rendered.content or ()) if b > start]
+        whole = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        special = self._special_ids
+        if not any(i in special and _inside(span, spans) for i, span in zip(whole.input_ids, whole.offset_mapping)):
+            return list(whole.input_ids)
+        ids: list[int] = []
+        at = 0
+        for a, b in spans:
+            if a > at:
+                ids += self.tokenizer(text[at:a], add_special_tokens=False).input_ids
+            ids += self.tokenizer(text[a:b], add_special_tokens=False, split_special_tokens=True).input_ids
+            at = b
+        if at < len(text):
+            ids += self.tokenizer(text[at:], add_special_tokens=False).input_ids
+        return ids
+
+    @property
+    def _special_ids(self) -> frozenset[int]:
+        ids = getattr(self, "_special_cache", None)
+        if ids is None:
+            decoder = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+            ids = frozenset(self.tokenizer.all_special_ids) | frozenset(
+                i for i, t in decoder.items() if getattr(t, "special", False))
+            self._special_cache = ids
+        return ids
 
     def decode(self, ids: list[int], keep_special: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
 
     def stream_decoder(self) -> "StreamDecoder":
         return StreamDecoder(self.tokenizer.backend_tokenizer)
+
+
+def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:
+    """Content spans in `text`, found by putting each content where its placeholder is in `traced`;
+    None unless that rebuilds `text` exactly (a template that trims or rewrites content). A template
+    that trims content is traced with the trimmed content."""
+    for shape in (lambda c: c, str.strip):
+        out, spans, at = [], [], 0
+        while True:
+            found = [(traced.find(m, at), i) for i, m in enumerate(marks)]
+            found = [(pos, i) for pos, i in found if pos >= 0]
+            if not found:
+                break
+            pos, i = min(found)
+            out.append(traced[at:pos])
+            begin = sum(len(p) for p in out)
+            piece = shape(contents[i])
+            out.append(piece)
+            spans.append((begin, begin + len(piece)))
+            at = pos + len(marks[i])
+        out.append(traced[at:])
+        if "".join(out) == text:
+            return tuple(spans)
+    return None
+
+
+def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    a, b = span
+    return any(s <= a and b <= e and a < b for s, e in spans)
 
 
 class StreamDecoder:
