@@ -55,6 +55,8 @@ class ContextMeter(QLabel):
         self.limit = 0
         self.used = 0
         self.draft = 0
+        self.files = 0
+        """Estimated tokens of the files attached to the draft."""
         self.level = "ok"
         """"ok", "nearly" (past `NEARLY_FULL`) or "full" (the next message would not fit)."""
         self.hide()
@@ -72,13 +74,18 @@ class ContextMeter(QLabel):
         self.draft = estimate_tokens(text)
         self._update()
 
+    def set_files(self, tokens: int) -> None:
+        """Tokens of the files attached to the draft: counted in the figure, since they are sent."""
+        self.files = tokens
+        self._update()
+
     def _update(self) -> None:
         if self.limit <= 0:
             self.hide()
             return
-        total = self.used + self.draft
+        total = self.used + self.draft + self.files
         self.level = "full" if total >= self.limit else "nearly" if total >= NEARLY_FULL * self.limit else "ok"
-        figures = f"{min(self.used, self.limit):,} / {self.limit:,} tokens"
+        figures = f"{min(self.used + self.files, self.limit):,} / {self.limit:,} tokens"
         if self.level == "full":
             self.setText(f"⚠ {figures} — full: the next message will not be answered")
             self.setToolTip(FULL_TIP.format(limit=self.limit))
@@ -87,6 +94,7 @@ class ContextMeter(QLabel):
             self.setToolTip(NEARLY_FULL_TIP.format(limit=self.limit))
         else:
             self.setText(figures)
-            self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})")
+            self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})"
+                            + (f", with about {self.files:,} of the attached files" if self.files else ""))
         self.setStyleSheet("color: #b36b00;" if self.level != "ok" else "")
         self.show()

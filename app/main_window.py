@@ -18,6 +18,7 @@ from app.bridge import Bridge, Finished
 from app.chat_panel import ChatPanel
 from app.conversation_files import ConversationFiles
 from app.conversation_list import ConversationList
+from app.file_drop import FileDrop
 from app.store import Conversation
 from app.undo_bar import UndoBar
 from app.window_status import StatusFigures, StatusNotices
@@ -107,6 +108,8 @@ class MainWindow(QMainWindow):
         self.chat.error.connect(self.show_error)
         self.chat.notice.connect(lambda text: self.notices.show(text, NOTICE_MS))
         self.chat.settings_requested.connect(self.conversation_settings_requested)
+        self.file_drop = FileDrop(self)  # files dropped anywhere on the window are attached
+        self.file_drop.dropped.connect(self.chat.files.tray.add_paths)
         # Short names the tests and the self-test use.
         self.composer = self.chat.composer
         self.chat_view = self.chat.chat_view

@@ -1,0 +1,108 @@
+"""One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready ("📄 notes.md ·
+~1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
+refused (why, and × to dismiss). `AttachmentTray` holds the chips and decides which state each is in.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
+
+ChipState = Literal["reading", "ready", "too_big", "refused"]
+CHIP_STYLE = """
+QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 10px; background: palette(alternate-base); }
+QFrame#attachmentChip[warn="true"] { border-color: #b36b00; }
+"""
+MAX_NAME = 28
+"""Characters of a file name shown on a chip (the whole name is in its tooltip)."""
+
+
+def short_name(name: str, limit: int = MAX_NAME) -> str:
+    """`name` shortened in the middle, keeping its extension in view: "a-very-lon…report.pdf"."""
+    if len(name) <= limit:
+        return name
+    keep = limit - 1
+    return name[:keep - keep // 2] + "…" + name[-(keep // 2):]
+
+
+def icon_for(media_type: str) -> str:
+    return "📕" if media_type == "application/pdf" else "📄"
+
+
+class AttachmentChip(QFrame):
+    """A chip for one file. Its buttons emit `remove_clicked` (× : remove, or cancel the read) and
+    `fit_clicked` (attach the part that fits)."""
+
+    remove_clicked = Signal()
+    fit_clicked = Signal()
+
+    def __init__(self, name: str, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self.state: ChipState = "reading"
+        self.setObjectName("attachmentChip")
+        self.setStyleSheet(CHIP_STYLE)
+        self.setAccessibleName(f"Attached file {name}")
+        self.label = QLabel(accessibleName="Attached file")
+        self.bar = QProgressBar(accessibleName=f"Reading {name}", maximumWidth=90, maximumHeight=12,
+                                textVisible=False, minimum=0, maximum=1000)
+        self.fit_button = QToolButton(text="Attach the first part", autoRaise=True,
+                                      accessibleName="Attach the part that fits")
+        self.fit_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.fit_button.clicked.connect(self.fit_clicked)
+        self.remove_button = QToolButton(text="×", autoRaise=True, accessibleName=f"Remove {name}")
+        self.remove_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.remove_button.clicked.connect(self.remove_clicked)
+        box = QHBoxLayout(self)
+        box.setContentsMargins(8, 1, 2, 1)
+        box.setSpacing(4)
+        for w in (self.label, self.bar, self.fit_button, self.remove_button):
+            box.addWidget(w)
+        self.show_reading(0.0)
+
+    def show_reading(self, fraction: float) -> None:
+        self._set("reading", f"{icon_for('')} {short_name(self.name)}", f"Reading {self.name}…")
+        self.bar.setValue(round(fraction * 1000))
+        self.remove_button.setToolTip("Stop reading this file")
+
+    def show_ready(self, media_type: str, tokens: int, size: int, truncated: bool) -> None:
+        part = " (first part)" if truncated else ""
+        self._set("ready", f"{icon_for(media_type)} {short_name(self.name)}{part} · ~{tokens:,} tokens",
+                  f"{self.name}{part}\n{media_type}, {file_size(size)}, about {tokens:,} tokens sent to the model")
+        self.remove_button.setToolTip("Remove this file")
+
+    def show_too_big(self, tokens: int, room: int) -> None:
+        text = (f"⚠ {short_name(self.name)}: ~{tokens:,} tokens, ~{room:,} fit" if room > 0
+                else f"⚠ {short_name(self.name)}: ~{tokens:,} tokens, no room left")
+        self._set("too_big", text, f"{self.name} is about {tokens:,} tokens, but only about {room:,} more fit "
+                  "in the model's context with this conversation. Attach its first part, or remove it.")
+        self.fit_button.setVisible(room > 0)
+        self.remove_button.setToolTip("Remove this file")
+
+    def show_refused(self, reason: str) -> None:
+        self._set("refused", f"⚠ {reason}", reason)
+        self.remove_button.setToolTip("Dismiss")
+
+    def _set(self, state: ChipState, text: str, tip: str) -> None:
+        self.state = state
+        self.label.setText(text)
+        self.setToolTip(tip)
+        self.bar.setVisible(state == "reading")
+        self.fit_button.setVisible(state == "too_big")
+        warn = state in ("too_big", "refused")
+        self.label.setForegroundRole(QPalette.ColorRole.WindowText)
+        self.label.setStyleSheet("color: #b36b00;" if warn else "")
+        if self.property("warn") != warn:
+            self.setProperty("warn", warn)
+            self.setStyleSheet(CHIP_STYLE)  # re-polish for the [warn] rule
+
+
+def file_size(n: int) -> str:
+    """"12.3 KB", "1.5 MB": a file size in words."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

@@ -1,0 +1,192 @@
+"""The files waiting to be sent with the next message: a row of chips above the composer.
+
+    tray = AttachmentTray()
+    tray.room = lambda: tokens_left_in_context      # None: unknown (no model), every file fits
+    tray.add_paths([Path("notes.md")])              # read in the background, with progress
+    attachments = tray.take()                       # on send: the ready files, and the row empties
+
+Each file is read on its own thread (`attachment_reader.read_file`), never on the GUI thread, so a
+200 MB file leaves the window answering; its progress and result come back through a `GuiRoute`.
+A read can be cancelled from its chip. A file whose text would not fit in what is left of the
+model's context is not attached as it is: its chip says so and offers to attach the part that fits.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+from app.attachment_chip import AttachmentChip
+from app.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
+from app.bridge import GuiRoute
+from app.context_meter import estimate_tokens
+from app.store import Attachment
+
+PROGRESS_STEP = 0.01
+"""Smallest change of a read's progress worth a repaint (at most 100 posts per file)."""
+
+
+@dataclass
+class _Draft:
+    """One file in the tray (GUI thread), and the cancel flag its reading thread checks."""
+
+    path: Path
+    chip: AttachmentChip
+    cancel: threading.Event = field(default_factory=threading.Event)
+    read: Optional[FileRead] = None
+    attachment: Optional[Attachment] = None
+    """Set once it is ready to send (all of it, or the part that fits)."""
+    shown_progress: float = -1.0
+
+
+class AttachmentTray(QWidget):
+    """The chips of the files to send; hidden while there are none. `changed` fires whenever the
+    files to send, or their token count, change (the context meter follows it)."""
+
+    changed = Signal()
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Attached files")
+        self.room: Callable[[], Optional[int]] = lambda: None
+        """Tokens the attached files may take in all (None: unknown, so any file fits)."""
+        self.keep_bytes = False
+        """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
+        self.route = GuiRoute(self)
+        self.drafts: list[_Draft] = []
+        self._box = QHBoxLayout(self)
+        self._box.setContentsMargins(0, 0, 0, 2)
+        self._box.setSpacing(6)
+        self._box.addStretch(1)
+        drafts = self.drafts  # the tray going away (window closed) stops every read
+        self.destroyed.connect(lambda *_: [d.cancel.set() for d in drafts])
+        self.hide()
+
+    # -- adding ------------------------------------------------------------------------------------
+    def add_paths(self, paths: list[Path]) -> None:
+        """Read each file in the background; its chip shows the progress, then the result."""
+        for path in paths:
+            draft = _Draft(Path(path), AttachmentChip(Path(path).name))
+            draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
+            draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
+            self.drafts.append(draft)
+            self._box.insertWidget(self._box.count() - 1, draft.chip)
+            threading.Thread(target=self._read, args=(draft, self.keep_bytes), daemon=True,
+                             name=f"confab-read-{draft.path.name}").start()
+        self._update()
+
+    def restore(self, attachments: tuple[Attachment, ...]) -> None:
+        """Put back files that were taken for a message that was not sent."""
+        for a in attachments:
+            draft = _Draft(Path(a.name), AttachmentChip(a.name), attachment=a)
+            draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
+            draft.chip.show_ready(a.media_type, estimate_tokens(a.text), a.size, a.truncated)
+            self.drafts.append(draft)
+            self._box.insertWidget(self._box.count() - 1, draft.chip)
+        self._update()
+
+    # -- reading (its own thread) ------------------------------------------------------------------
+    def _read(self, draft: _Draft, keep_bytes: bool) -> None:
+        route = self.route
+
+        def post(fn: Callable, *args: object) -> None:
+            try:
+                route.post(fn, *args)
+            except RuntimeError:  # the tray (and its route) were deleted: nobody is waiting
+                draft.cancel.set()
+
+        try:
+            read = read_file(draft.path, keep_bytes=keep_bytes, cancelled=draft.cancel.is_set,
+                             progress=lambda f: post(self._progress, draft, f))
+        except ReadCancelled:
+            return
+        except UnreadableFileError as e:
+            post(self._refused, draft, str(e))
+        except Exception as e:  # a library's own error on a malformed file: still a reason to show
+            post(self._refused, draft, f"{draft.path.name} could not be read ({type(e).__name__}: {e}).")
+        else:
+            post(self._read_done, draft, read)
+
+    # -- results (GUI thread) ----------------------------------------------------------------------
+    def _progress(self, draft: _Draft, fraction: float) -> None:
+        if draft.read is None and draft in self.drafts and fraction - draft.shown_progress >= PROGRESS_STEP:
+            draft.shown_progress = fraction
+            draft.chip.show_reading(fraction)
+
+    def _refused(self, draft: _Draft, reason: str) -> None:
+        if draft in self.drafts:
+            draft.chip.show_refused(reason)
+            self._update()
+
+    def _read_done(self, draft: _Draft, read: FileRead) -> None:
+        if draft not in self.drafts:
+            return
+        draft.read = read
+        room = self.room_for(draft)
+        if room is None or read.tokens <= room:
+            self._make_ready(draft, read.attachment())
+        else:
+            draft.chip.show_too_big(read.tokens, room)
+            self._update()
+
+    def _attach_part(self, draft: _Draft) -> None:
+        room = self.room_for(draft)
+        if draft.read is not None and room is not None and room > 0:
+            self._make_ready(draft, draft.read.attachment(max_tokens=room))
+
+    def _make_ready(self, draft: _Draft, attachment: Attachment) -> None:
+        draft.attachment = attachment
+        draft.chip.show_ready(attachment.media_type, estimate_tokens(attachment.text), attachment.size,
+                              attachment.truncated)
+        self._update()
+
+    def room_for(self, draft: _Draft) -> Optional[int]:
+        """Tokens `draft` may take: what is left of the context less the other ready files."""
+        room = self.room()
+        if room is None:
+            return None
+        others = sum(estimate_tokens(d.attachment.text) for d in self.drafts
+                     if d is not draft and d.attachment is not None)
+        return max(0, room - others)
+
+    # -- taking ------------------------------------------------------------------------------------
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The files ready to send, in the order they were added."""
+        return tuple(d.attachment for d in self.drafts if d.attachment is not None)
+
+    def tokens(self) -> int:
+        """Estimated tokens of the files ready to send."""
+        return sum(estimate_tokens(a.text) for a in self.attachments())
+
+    def reading(self) -> bool:
+        """A file is still being read."""
+        return any(d.chip.state == "reading" for d in self.drafts)
+
+    def take(self) -> tuple[Attachment, ...]:
+        """The files ready to send; every chip but those still reading goes."""
+        ready = self.attachments()
+        for draft in [d for d in self.drafts if d.chip.state != "reading"]:
+            self.remove(draft)
+        return ready
+
+    def remove(self, draft: _Draft) -> None:
+        """Remove a file (cancelling its read when it is still being read)."""
+        draft.cancel.set()
+        if draft in self.drafts:
+            self.drafts.remove(draft)
+            self._box.removeWidget(draft.chip)
+            draft.chip.deleteLater()
+            self._update()
+
+    def clear(self) -> None:
+        for draft in list(self.drafts):
+            self.remove(draft)
+
+    def _update(self) -> None:
+        self.setVisible(bool(self.drafts))
+        self.changed.emit()
