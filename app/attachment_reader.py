@@ -19,7 +19,6 @@ that much memory at most, while its size and token count still cover the whole f
 from __future__ import annotations
 
 import codecs
-import mimetypes
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +38,15 @@ SUPPORTED = "text, code, Markdown, CSV, JSON and PDF files"
 _MEDIA_TYPES = {
     ".md": "text/markdown", ".markdown": "text/markdown", ".csv": "text/csv",
     ".tsv": "text/tab-separated-values", ".json": "application/json", ".jsonl": "application/jsonl",
-    ".txt": "text/plain", ".log": "text/plain", ".py": "text/x-python", ".pdf": "application/pdf",
+    ".py": "text/x-python", ".js": "text/javascript", ".ts": "text/x-typescript", ".html": "text/html",
+    ".css": "text/css", ".c": "text/x-c", ".h": "text/x-c", ".cpp": "text/x-c++", ".rs": "text/x-rust",
+    ".go": "text/x-go", ".java": "text/x-java", ".sh": "text/x-shellscript", ".yaml": "application/yaml",
+    ".yml": "application/yaml", ".toml": "application/toml", ".xml": "application/xml",
+    ".sql": "application/sql",
 }
+"""Media types by extension; any other file that reads as text is "text/plain". A table of our own,
+not `mimetypes`, which reads the system's own list and so differs by machine (".ts" is a Qt
+translation file on one, an MPEG stream on another)."""
 _PDF_LOCK = threading.Lock()  # PDFium is not thread-safe: one document at a time in this process
 
 
@@ -136,9 +142,7 @@ def _read_text(name: str, path: Path, f, progress, cancelled, keep_bytes: bool) 
     text = "".join(kept).replace("\r\n", "\n")
     if not text.strip():
         raise UnreadableFileError(f"{name} is empty: there is no text to attach.")
-    media_type = _MEDIA_TYPES.get(path.suffix.lower()) or mimetypes.guess_type(name)[0] or "text/plain"
-    if not media_type.startswith("text/") and media_type not in _MEDIA_TYPES.values():
-        media_type = "text/plain"  # e.g. .ts guessed as video: it read as text, so it is text
+    media_type = _MEDIA_TYPES.get(path.suffix.lower(), "text/plain")
     return FileRead(name, media_type, size, text, chars - (len("".join(kept)) - len(text)),
                     b"".join(raw) if raw is not None else None)
 
