@@ -170,6 +170,7 @@ class ConfabApp(QObject):
                               precision, reason)
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
+        self.quick_chat.context_limit = engine.max_context
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:
@@ -200,6 +201,8 @@ class ConfabApp(QObject):
         self.dark = apply_theme(self.qapp, settings.theme, settings.font_size)
         self.window.chat_view.set_dark(self.dark)
         self.bridge.params = sampling_params({}, settings)
+        self.window.chat.files.tray.keep_bytes = settings.keep_attachment_files
+        self.quick_chat.files.keep_bytes = settings.keep_attachment_files
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
         if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
             set_menubar_only(settings.menubar_only)

@@ -224,3 +224,30 @@ def test_keeping_copies_stores_the_original_bytes(qtbot, window, tmp_path):
     cid = window.current_id
     data = _on_store(qtbot, window.bridge, lambda store: store.attachment_data(store.messages(cid)[0].attachments[0].id))
     assert data == path.read_bytes()
+
+
+def test_the_quick_chat_takes_dropped_and_pasted_files(qtbot, bridge, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    from app.quick_chat import QuickChat
+
+    quick = QuickChat(bridge)
+    qtbot.addWidget(quick)
+    quick.set_ready(True)
+    quick.context_limit = 1024
+    with qtbot.waitActive(quick):
+        quick.show_near(None)
+    _drop(quick, _notes(tmp_path))
+    csv = tmp_path / "prices.csv"
+    csv.write_text("item,price\nticket,19\n")
+    QApplication.clipboard().setMimeData(_files_mime(csv))
+    qtbot.keyClick(quick.input, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    assert quick.input.text() == ""  # attached, not pasted as a path
+    qtbot.waitUntil(lambda: len(quick.files.attachments()) == 2, timeout=10_000)
+    qtbot.keyClicks(quick.input, "Summarize")
+    with qtbot.waitSignal(quick.reply_finished, timeout=REPLY_TIMEOUT) as blocker:
+        qtbot.keyClick(quick.input, Qt.Key.Key_Return)
+    cid = blocker.args[0]
+    assert quick.files.attachments() == () and "📎 notes.md" in quick.answer.toPlainText()
+    user = _on_store(qtbot, bridge, lambda store: store.messages(cid)[0])
+    assert (user.content, [a.name for a in user.attachments]) == ("Summarize", ["notes.md", "prices.csv"])
