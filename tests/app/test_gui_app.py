@@ -52,12 +52,13 @@ def send(qtbot, confab, text):
 def test_the_model_shows_in_the_status_bar(start_app):
     confab = start_app()
     assert confab.window.state == "ready"
-    assert "llama" in confab.window.model_label.text() and "torch/cpu" in confab.window.model_label.text()
+    assert "llama" in confab.window.model_label.text()
+    assert confab.window.backend_label.text().startswith("PyTorch on CPU")
     assert confab.window.figures.text().startswith("0 of ")
     assert confab.engine.model.name in confab.window.windowTitle()
     # The precision the weights compute in, and why it was chosen for this machine.
-    assert confab.engine.dtype in confab.window.model_label.text()
-    assert confab.engine.dtype_reason in confab.window.model_label.toolTip()
+    assert confab.engine.dtype in confab.window.backend_label.text()
+    assert confab.engine.dtype_reason in confab.window.backend_label.toolTip()
 
 
 def test_a_failed_load_keeps_the_previous_model_usable(qtbot, start_app, tmp_path):
