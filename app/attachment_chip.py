@@ -9,7 +9,7 @@ from typing import Literal, Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 ChipState = Literal["reading", "ready", "too_big", "refused"]
 CHIP_STYLE = """
@@ -46,6 +46,7 @@ class AttachmentChip(QFrame):
         self.setObjectName("attachmentChip")
         self.setStyleSheet(CHIP_STYLE)
         self.setAccessibleName(f"Attached file {name}")
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # never squeezed
         self.label = QLabel(accessibleName="Attached file")
         self.bar = QProgressBar(accessibleName=f"Reading {name}", maximumWidth=90, maximumHeight=12,
                                 textVisible=False, minimum=0, maximum=1000)

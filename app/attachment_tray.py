@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QWidget
 
 from app.attachment_chip import AttachmentChip
 from app.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
@@ -44,9 +44,10 @@ class _Draft:
     shown_progress: float = -1.0
 
 
-class AttachmentTray(QWidget):
-    """The chips of the files to send; hidden while there are none. `changed` fires whenever the
-    files to send, or their token count, change (the context meter follows it)."""
+class AttachmentTray(QScrollArea):
+    """The chips of the files to send, in a row that scrolls sideways when they do not fit; hidden
+    while there are none. `changed` fires whenever the files to send, or their token count,
+    change (the context meter follows it)."""
 
     changed = Signal()
 
@@ -59,7 +60,12 @@ class AttachmentTray(QWidget):
         """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
         self.route = GuiRoute(self)
         self.drafts: list[_Draft] = []
-        self._box = QHBoxLayout(self)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidgetResizable(True)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        row = QWidget()
+        self.setWidget(row)
+        self._box = QHBoxLayout(row)
         self._box.setContentsMargins(0, 0, 0, 2)
         self._box.setSpacing(6)
         self._box.addStretch(1)
@@ -189,4 +195,7 @@ class AttachmentTray(QWidget):
 
     def _update(self) -> None:
         self.setVisible(bool(self.drafts))
+        chip = self.drafts[0].chip.sizeHint().height() if self.drafts else 0
+        room_for_bar = self.horizontalScrollBar().sizeHint().height()
+        self.setFixedHeight(chip + 4 + room_for_bar)  # room for the sideways bar when many chips
         self.changed.emit()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QToolButton, QWidget
+from PySide6.QtWidgets import QPushButton, QWidget
 
 from app.attachment_tray import AttachmentTray
 from app.composer import Composer
@@ -35,7 +35,7 @@ class ComposerFiles(QObject):
         self.tray = AttachmentTray()
         self.tray.room = self.room
         self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens()))
-        self.button = QToolButton(text="📎", accessibleName="Attach files", autoRaise=False,
+        self.button = QPushButton(text="📎 Attach…", accessibleName="Attach files",
                                   toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
                                           "(or drop or paste them here)")
         self.button.clicked.connect(self.pick)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 BACKEND_NAMES = {"torch": "PyTorch", "mlx": "MLX", "llamacpp": "llama.cpp", "remote": "Remote server"}
@@ -60,11 +61,44 @@ class StatusPart(QWidget):
 
 
 class PartLabel(QLabel):
-    """A status label whose `StatusPart` shows only while it has text."""
+    """A status label whose `StatusPart` shows only while it has text, and which gives up width
+    when the window is narrow: its text is then elided ("PyTorch on CPU · bflo…"), never clipped
+    mid-letter or pushed under its neighbour; `text()` is still the whole text."""
 
     part: Optional[StatusPart] = None
+    MIN_WIDTH = 80
+    """Narrowest it gets before the status bar runs out of room."""
+
+    def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
+        self._full = text
+        super().__init__(text, parent)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt name)
-        super().setText(text)
+        self._full = text
+        self._fit()
+        self.updateGeometry()
         if self.part is not None:
             self.part.setVisible(bool(text))
+
+    def text(self) -> str:
+        return self._full
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        hint = super().sizeHint()
+        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 2 * self.margin() + 4, hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        return QSize(min(self.MIN_WIDTH, self.sizeHint().width()), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        width = self.width() if self.isVisible() else self.sizeHint().width()
+        QLabel.setText(self, self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight,
+                                                           max(width - 2 * self.margin(), 0)))
+
+    def shown_text(self) -> str:
+        """What is drawn now (the text, elided to the room there is)."""
+        return QLabel.text(self)
