@@ -11,7 +11,7 @@ from typing import Callable, Literal, Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
+from PySide6.QtWidgets import (QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
                                QWidget)
 
 from app.bridge import Bridge, Finished

@@ -185,6 +185,20 @@ def test_a_sent_file_is_stored_shown_sent_to_the_model_and_kept_by_a_restart(qtb
     (a,) = store.messages(cid)[0].attachments
     assert (a.name, a.media_type, a.text, a.has_data) == ("notes.md", "text/markdown", NOTES, False)
     store.close()
+    # A restart: a new window on the same data folder shows the file on its message.
+    from app.bridge import Bridge
+    from app.main_window import MainWindow
+
+    again = Bridge(home)
+    try:
+        restarted = MainWindow(again)
+        qtbot.addWidget(restarted)
+        restarted.show_conversation(cid)
+        qtbot.waitUntil(lambda: len(restarted.chat_view.message_views()) == 2, timeout=REPLY_TIMEOUT)
+        chips = restarted.chat_view.message_views()[0].files.chips
+        assert len(chips) == 1 and chips[0].text().startswith("📄 notes.md · ~")
+    finally:
+        again.close()
 
 
 def test_a_file_sent_alone_titles_the_conversation(qtbot, window, tmp_path):

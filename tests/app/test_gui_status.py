@@ -134,6 +134,17 @@ def test_the_status_bar_parts_are_apart_and_name_the_backend(qtbot, window):
     assert "Why:" not in window.backend_label.toolTip()  # an engine without a reason: none shown
 
 
+def test_a_narrow_window_elides_each_part_and_keeps_its_whole_text(qtbot, window):
+    window.set_model("SmolLM2-135M-Instruct", "torch", "cpu", precision="float32 · 4-bit weights")
+    window.stats_label.setText("41.0 tok/s · TTFT 85 ms")
+    window.resize(700, 400)
+    label = window.backend_label
+    qtbot.waitUntil(lambda: label.shown_text() != label.text(), timeout=5_000)
+    assert label.shown_text().endswith("…") and label.text() == "PyTorch on CPU · float32 · 4-bit weights"
+    window.resize(1600, 400)
+    qtbot.waitUntil(lambda: label.shown_text() == label.text(), timeout=5_000)
+
+
 def test_the_speed_part_shows_once_a_reply_has_figures(window):
     speed = window.stats_label.parentWidget()
     assert not speed.isVisible()
