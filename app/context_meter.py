@@ -43,7 +43,8 @@ def used_tokens(messages: list[Message]) -> int:
             used, start = stats.prompt_tokens + stats.completion_tokens, i + 1
             break
     # Before any reply with figures (or after it): the text itself, estimated, plus template overhead.
-    return used + sum(estimate_tokens(m.content) + 4 for m in messages[start:])
+    return used + sum(estimate_tokens(m.content) + sum(estimate_tokens(f.text) for f in m.attachments) + 4
+                      for m in messages[start:])
 
 
 class ContextMeter(QLabel):
