@@ -8,14 +8,12 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 ChipState = Literal["reading", "ready", "too_big", "refused"]
-CHIP_STYLE = """
-QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 10px; background: palette(alternate-base); }
-QFrame#attachmentChip[warn="true"] { border-color: #b36b00; }
-"""
+WARN_COLOR = "#b36b00"
+"""Text and border of a chip that needs the user (too big, refused); readable on light and dark."""
 MAX_NAME = 28
 """Characters of a file name shown on a chip (the whole name is in its tooltip)."""
 
@@ -43,8 +41,6 @@ class AttachmentChip(QFrame):
         super().__init__(parent)
         self.name = name
         self.state: ChipState = "reading"
-        self.setObjectName("attachmentChip")
-        self.setStyleSheet(CHIP_STYLE)
         self.setAccessibleName(f"Attached file {name}")
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # never squeezed
         self.label = QLabel(accessibleName="Attached file")
@@ -53,6 +49,9 @@ class AttachmentChip(QFrame):
         self.fit_button = QToolButton(text="Attach the first part", autoRaise=True,
                                       accessibleName="Attach the part that fits")
         self.fit_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        underlined = self.fit_button.font()
+        underlined.setUnderline(True)  # an action, not more of the message
+        self.fit_button.setFont(underlined)
         self.fit_button.clicked.connect(self.fit_clicked)
         self.remove_button = QToolButton(text="×", autoRaise=True, accessibleName=f"Remove {name}")
         self.remove_button.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -94,11 +93,21 @@ class AttachmentChip(QFrame):
         self.bar.setVisible(state == "reading")
         self.fit_button.setVisible(state == "too_big")
         warn = state in ("too_big", "refused")
-        self.label.setForegroundRole(QPalette.ColorRole.WindowText)
-        self.label.setStyleSheet("color: #b36b00;" if warn else "")
-        if self.property("warn") != warn:
-            self.setProperty("warn", warn)
-            self.setStyleSheet(CHIP_STYLE)  # re-polish for the [warn] rule
+        self.label.setStyleSheet(f"color: {WARN_COLOR};" if warn else "")
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        """A rounded chip in the palette's colors, drawn here rather than by a style sheet so that it
+        follows a theme change (a style sheet's `palette(...)` is resolved once, when applied)."""
+        pal = self.palette()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        warn = self.state in ("too_big", "refused")
+        painter.setPen(QPen(QColor(WARN_COLOR) if warn else pal.color(QPalette.ColorRole.Mid), 1))
+        painter.setBrush(pal.color(QPalette.ColorRole.AlternateBase))
+        radius = min(10, self.height() / 2 - 1)
+        painter.drawRoundedRect(self.rect().adjusted(1, 1, -1, -1), radius, radius)
+        painter.end()
 
 
 def file_size(n: int) -> str:

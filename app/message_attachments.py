@@ -10,7 +10,7 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QToolButton,
                                QVBoxLayout, QWidget)
 
-from app.attachment_chip import CHIP_STYLE, file_size, icon_for, short_name
+from app.attachment_chip import file_size, icon_for, short_name
 from app.context_meter import estimate_tokens
 from app.store import Attachment
 
@@ -44,7 +44,6 @@ class MessageFiles(QWidget):
                                     f"~{estimate_tokens(a.text):,} tokens",
                                accessibleName=f"Open attached file {a.name}", objectName="attachmentChip",
                                toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
-            chip.setStyleSheet(CHIP_STYLE.replace("QFrame#", "QToolButton#") + "QToolButton { padding: 1px 8px; }")
             chip.setCursor(Qt.CursorShape.PointingHandCursor)
             chip.clicked.connect(lambda _=False, a=a: self.open(a))
             self._box.insertWidget(self._box.count() - 1, chip)

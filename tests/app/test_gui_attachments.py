@@ -265,3 +265,19 @@ def test_the_quick_chat_takes_dropped_and_pasted_files(qtbot, bridge, tmp_path):
     assert quick.files.attachments() == () and "📎 notes.md" in quick.answer.toPlainText()
     user = _on_store(qtbot, bridge, lambda store: store.messages(cid)[0])
     assert (user.content, [a.name for a in user.attachments]) == ("Summarize", ["notes.md", "prices.csv"])
+
+
+def test_chips_follow_a_theme_change(qtbot, window, tmp_path, qapp):
+    from app.theme import apply_theme
+
+    _drop(window, _notes(tmp_path))
+    _wait_ready(qtbot, window)
+    (chip,) = _chips(window)
+    try:
+        for theme, dark in (("dark", True), ("light", False)):
+            apply_theme(qapp, theme, 11)
+            qtbot.wait(50)
+            inside = chip.grab().toImage().pixelColor(6, chip.height() // 2)  # the chip's own fill
+            assert (inside.lightness() < 128) == dark, (theme, inside.name())
+    finally:
+        apply_theme(qapp, "light", 11)
