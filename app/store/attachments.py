@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from sqlite_utils import Database
 
@@ -123,9 +123,9 @@ def data(db: Database, attachment_id: int) -> Optional[bytes]:
     return None if row is None else row[0]
 
 
-def search(db: Database, match: str, mark: tuple[str, str], snippet_tokens: int) -> list[tuple]:
-    """Messages whose attachments match: rows of (conversation id, message id, title, role,
-    snippet, rank) with the snippet naming the file ("notes.md: …the [match]…")."""
+def search(db: Database, match: str, mark: tuple[str, str], snippet_tokens: int) -> Iterator[tuple]:
+    """Messages whose attachments match, best first: rows of (conversation id, message id, title,
+    role, snippet, rank) with the snippet naming the file ("notes.md: …the [match]…")."""
     return db.execute(
         """select m.conversation_id, m.id, c.title, m.role,
                   a.name || ': ' || snippet(attachments_fts, 1, ?, ?, '…', ?) as snippet,
@@ -136,4 +136,4 @@ def search(db: Database, match: str, mark: tuple[str, str], snippet_tokens: int)
            join conversations c on c.id = m.conversation_id
            where attachments_fts match ?
            order by attachments_fts.rank""",
-        [mark[0], mark[1], snippet_tokens, match]).fetchall()
+        [mark[0], mark[1], snippet_tokens, match])

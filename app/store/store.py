@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -269,10 +270,11 @@ class Store:
                where messages_fts match ?
                order by messages_fts.rank""",
             [mark[0], mark[1], snippet_tokens, match])
-        # A message matching in its text and in a file is listed once, by its better match.
-        ranked = sorted([*cursor, *attached.search(self.db, match, mark, snippet_tokens)], key=lambda r: r[5])
+        # Both lists come best first; merged, they are read only as far as needed. A message that
+        # matches in its text and in a file is listed once, by its better match.
+        ranked = heapq.merge(cursor, attached.search(self.db, match, mark, snippet_tokens), key=lambda r: r[5])
         seen: set[int] = set()
-        unique = [r for r in ranked if not (r[1] in seen or seen.add(r[1]))]
+        unique = (r for r in ranked if not (r[1] in seen or seen.add(r[1])))
         rows = _first_shown(self.db, unique, limit)
         return [SearchHit(conversation_id=r[0], message_id=r[1], title=r[2], role=r[3], snippet=r[4])
                 for r in rows]

@@ -150,3 +150,13 @@ def test_the_frozen_database_with_attachments_reads_them(tmp_path):
     assert [a.name for a in store.messages(1)[0].attachments] == ["itinerary.md"]
     assert [h.message_id for h in store.search("Alfama")] == [1]
     store.close()
+
+
+def test_search_ranks_hits_in_messages_and_files_together_and_stops_at_the_limit(store):
+    c = store.create_conversation("Trip")
+    for i in range(6):
+        store.append_message(c.id, "user", f"aquarium visit {i}")
+        store.append_message(c.id, "user", "see file", attachments=(NOTES,))
+    hits = store.search("aquarium", limit=5)
+    assert len(hits) == 5 and len({h.message_id for h in hits}) == 5
+    assert {h.snippet.startswith("notes.md: ") for h in store.search("aquarium")} == {True, False}
