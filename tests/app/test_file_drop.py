@@ -3,7 +3,6 @@ their text form), never web links or plain text, which still paste as text."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QUrl
 
@@ -25,7 +24,7 @@ def _text(text: str) -> QMimeData:
 def test_local_file_urls_are_files(tmp_path):
     a, b = tmp_path / "a.md", tmp_path / "b b.pdf"
     mime = _urls(QUrl.fromLocalFile(str(a)).toString(), QUrl.fromLocalFile(str(b)).toString())
-    assert local_files(mime) == [a, b]
+    assert local_files(mime) == [a, b]  # pathlib.Path objects
 
 
 def test_copied_file_urls_as_text_are_files(tmp_path):
