@@ -134,3 +134,13 @@ def test_restart_shows_every_conversation_and_continues_with_context(qtbot, star
     again.bridge.run(lambda store: [m.role for m in store.messages(ada)]).success(seen.append)
     qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT)
     assert seen[0] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_keep_copies_setting_reaches_the_window_and_the_quick_chat(start_app):
+    from dataclasses import replace
+
+    confab = start_app()
+    assert not confab.window.chat.files.tray.keep_bytes and not confab.quick_chat.files.keep_bytes
+    confab.apply_settings(replace(confab.settings, keep_attachment_files=True))
+    assert confab.window.chat.files.tray.keep_bytes and confab.quick_chat.files.keep_bytes
+    assert confab.quick_chat.context_limit == confab.engine.max_context  # a file too big is caught there too
