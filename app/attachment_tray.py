@@ -5,8 +5,9 @@
     tray.add_paths([Path("notes.md")])              # read in the background, with progress
     attachments = tray.take()                       # on send: the ready files, and the row empties
 
-Each file is read on its own thread (`attachment_reader.read_file`), never on the GUI thread, so a
-200 MB file leaves the window answering; its progress and result come back through a `GuiRoute`.
+Files are read on the tray's own two reading threads (`attachment_reader.read_file`), never on the
+GUI thread, so a 200 MB file leaves the window answering, and fifty files dropped at once do not
+start fifty threads; progress and results come back through a `GuiRoute`.
 A read can be cancelled from its chip. A file whose text would not fit in what is left of the
 model's context is not attached as it is: its chip says so and offers to attach the part that fits.
 """
@@ -14,6 +15,7 @@ model's context is not attached as it is: its chip says so and offers to attach 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -27,6 +29,8 @@ from app.bridge import GuiRoute
 from app.context_meter import estimate_tokens
 from app.store import Attachment
 
+READERS = 2
+"""Files read at once (more only compete for the same disk and CPU)."""
 PROGRESS_STEP = 0.01
 """Smallest change of a read's progress worth a repaint (at most 100 posts per file)."""
 
@@ -60,6 +64,7 @@ class AttachmentTray(QScrollArea):
         """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
         self.route = GuiRoute(self)
         self.drafts: list[_Draft] = []
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidgetResizable(True)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -69,8 +74,9 @@ class AttachmentTray(QScrollArea):
         self._box.setContentsMargins(0, 0, 0, 2)
         self._box.setSpacing(6)
         self._box.addStretch(1)
-        drafts = self.drafts  # the tray going away (window closed) stops every read
-        self.destroyed.connect(lambda *_: [d.cancel.set() for d in drafts])
+        drafts, readers = self.drafts, self._readers  # the tray going away (window closed) stops every read
+        self.destroyed.connect(lambda *_: ([d.cancel.set() for d in drafts],
+                                           readers.shutdown(wait=False, cancel_futures=True)))
         self.hide()
 
     # -- adding ------------------------------------------------------------------------------------
@@ -82,8 +88,7 @@ class AttachmentTray(QScrollArea):
             draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
             self.drafts.append(draft)
             self._box.insertWidget(self._box.count() - 1, draft.chip)
-            threading.Thread(target=self._read, args=(draft, self.keep_bytes), daemon=True,
-                             name=f"confab-read-{draft.path.name}").start()
+            self._readers.submit(self._read, draft, self.keep_bytes)
         self._update()
 
     def restore(self, attachments: tuple[Attachment, ...]) -> None:
@@ -98,6 +103,8 @@ class AttachmentTray(QScrollArea):
 
     # -- reading (its own thread) ------------------------------------------------------------------
     def _read(self, draft: _Draft, keep_bytes: bool) -> None:
+        if draft.cancel.is_set():  # removed while it waited for a reader
+            return
         route = self.route
 
         def post(fn: Callable, *args: object) -> None:
