@@ -179,6 +179,11 @@ def test_a_sent_file_is_stored_shown_sent_to_the_model_and_kept_by_a_restart(qtb
     assert sent[-2]["content"] == f'<file name="notes.md">\n{NOTES.rstrip()}\n</file>\n\nWhat should we do on Tuesday?'
     hits = _on_store(qtbot, window.bridge, lambda store: store.search("aquarium"))
     assert [h.conversation_id for h in hits] == [cid]
+    clist = window.conversation_list  # the list's search shows the hit, saying which file
+    clist.search.setText("aquarium")
+    window.search("aquarium")
+    qtbot.waitUntil(lambda: clist.list.count() == 1 and "notes.md: " in clist.list.item(0).toolTip(),
+                    timeout=REPLY_TIMEOUT)
     home = tmp_path / "home"
     window.bridge.close()
     store = open_store(home).store
