@@ -286,3 +286,19 @@ def test_chips_follow_a_theme_change(qtbot, window, tmp_path, qapp):
             assert (inside.lightness() < 128) == dark, (theme, inside.name())
     finally:
         apply_theme(qapp, "light", 11)
+
+
+def test_the_attach_button_adds_the_picked_files(qtbot, window, tmp_path, monkeypatch):
+    import app.composer_files
+
+    asked = []
+    picked = [_notes(tmp_path)]
+    monkeypatch.setattr(app.composer_files, "open_files",
+                        lambda parent, caption, filters: asked.append((caption, filters)) or picked)
+    button = window.chat.files.button
+    assert button.isEnabled() and button.accessibleName() == "Attach files"
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    _wait_ready(qtbot, window)
+    assert asked and "*.pdf" in asked[0][1] and _chips(window)[0].state == "ready"
+    window.set_state("loading", "Loading model…")
+    assert not button.isEnabled()
