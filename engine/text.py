@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +22,17 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 class TextCodec:
-    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model."""
+    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model.
+
+    `encode` is safe from any thread (the engine thread, a server's threads, the app's file readers
+    counting tokens): it holds `_lock`. A Hugging Face fast tokenizer's call is not purely a read:
+    transformers first sets the Rust tokenizer's truncation and padding to what the call asks for,
+    and older tokenizers releases failed such a change made while another thread encoded ("Already
+    borrowed"). With tokenizers 0.23 a truncating call during another thread's long encode raised
+    nothing, but `Engine.tokenizer` is public and a backend may bring its own tokenizer, so the
+    lock keeps the promise whatever the library. The encode releases the GIL, so other Python
+    threads (the GUI's) go on meanwhile.
+    """
 
     def __init__(self, folder: Path) -> None:
         from transformers import AutoTokenizer
@@ -35,6 +46,7 @@ class TextCodec:
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
+        self._lock = threading.Lock()
 
     def _stop_ids(self, folder: Path) -> set[int]:
         ids: set[int] = set()
@@ -77,8 +89,9 @@ class TextCodec:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`; special-token text maps to its ids, nothing is added."""
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        """Token ids of `text`; special-token text maps to its ids, nothing is added. Any thread."""
+        with self._lock:
+            return list(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     def decode(self, ids: list[int], keep_special: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
