@@ -171,6 +171,9 @@ class ConfabApp(QObject):
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.context_limit = engine.max_context
+        counter = engine.count_tokens if engine.counts_tokens else None  # a remote engine cannot count
+        self.window.set_token_counter(counter)
+        self.quick_chat.files.count_tokens = counter
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:

@@ -1,6 +1,10 @@
 """One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready ("📄 notes.md ·
-~1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
+1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
 refused (why, and × to dismiss). `AttachmentTray` holds the chips and decides which state each is in.
+
+A count is the model's own (as the engine counts) or, marked "~", an estimate: a remote model's
+tokens cannot be counted here, and a file far longer than the context is counted exactly only up
+to a first part (the tooltip says which).
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from typing import Literal, Optional
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
+
+from app.attachment_count import TokenCount
 
 ChipState = Literal["reading", "ready", "too_big", "refused"]
 WARN_COLOR = "#b36b00"
@@ -65,19 +71,30 @@ class AttachmentChip(QFrame):
 
     def show_reading(self, fraction: float) -> None:
         self._set("reading", f"{icon_for('')} {short_name(self.name)}", f"Reading {self.name}…")
+        self.bar.setRange(0, 1000)
         self.bar.setValue(round(fraction * 1000))
         self.remove_button.setToolTip("Stop reading this file")
 
-    def show_ready(self, media_type: str, tokens: int, size: int, truncated: bool) -> None:
-        part = " (first part)" if truncated else ""
-        self._set("ready", f"{icon_for(media_type)} {short_name(self.name)}{part} · ~{tokens:,} tokens",
-                  f"{self.name}{part}\n{media_type}, {file_size(size)}, about {tokens:,} tokens sent to the model")
+    def show_fitting(self) -> None:
+        """Searching for the first part that fits (the model counts its tokens): a busy bar."""
+        self._set("reading", f"{icon_for('')} {short_name(self.name)}",
+                  f"Finding the first part of {self.name} that fits…")
+        self.bar.setRange(0, 0)
         self.remove_button.setToolTip("Remove this file")
 
-    def show_too_big(self, tokens: int, room: int) -> None:
-        text = (f"⚠ {short_name(self.name)}: ~{tokens:,} tokens, ~{room:,} fit" if room > 0
-                else f"⚠ {short_name(self.name)}: ~{tokens:,} tokens, no room left")
-        self._set("too_big", text, f"{self.name} is about {tokens:,} tokens, but only about {room:,} more fit "
+    def show_ready(self, media_type: str, counted: TokenCount, size: int, truncated: bool) -> None:
+        part = " (first part)" if truncated else ""
+        self._set("ready", f"{icon_for(media_type)} {short_name(self.name)}{part} · {counted.text} tokens",
+                  f"{self.name}{part}\n{media_type}, {file_size(size)}, {_tokens_words(counted)} sent to "
+                  "the model")
+        self.remove_button.setToolTip("Remove this file")
+
+    def show_too_big(self, counted: TokenCount, room: int) -> None:
+        fit = f"{room:,}" if counted.exact else f"~{room:,}"
+        text = (f"⚠ {short_name(self.name)}: {counted.text} tokens, {fit} fit" if room > 0
+                else f"⚠ {short_name(self.name)}: {counted.text} tokens, no room left")
+        more = "" if counted.exact else " about"
+        self._set("too_big", text, f"{self.name} is {_tokens_words(counted)}, but only{more} {room:,} more fit "
                   "in the model's context with this conversation. Attach its first part, or remove it.")
         self.fit_button.setVisible(room > 0)
         self.remove_button.setToolTip("Remove this file")
@@ -87,6 +104,8 @@ class AttachmentChip(QFrame):
         self.remove_button.setToolTip("Dismiss")
 
     def _set(self, state: ChipState, text: str, tip: str) -> None:
+        if state != "reading":
+            self.bar.setRange(0, 1000)  # out of the busy look of `show_fitting`
         self.state = state
         self.label.setText(text)
         self.setToolTip(tip)
@@ -108,6 +127,17 @@ class AttachmentChip(QFrame):
         radius = min(10, self.height() / 2 - 1)
         painter.drawRoundedRect(self.rect().adjusted(1, 1, -1, -1), radius, radius)
         painter.end()
+
+
+def _tokens_words(counted: TokenCount) -> str:
+    """"1,204 tokens" (the model's count), "about 1,204 tokens" (estimated), or which part was
+    counted and which estimated."""
+    if counted.exact:
+        return f"{counted.tokens:,} tokens"
+    if counted.counted_chars:
+        return (f"about {counted.tokens:,} tokens (its first {counted.counted_chars:,} characters counted "
+                "by the model, the rest estimated)")
+    return f"about {counted.tokens:,} tokens (estimated: the model's tokenizer is not on this computer)"
 
 
 def file_size(n: int) -> str:

@@ -34,7 +34,8 @@ class ComposerFiles(QObject):
         self.meter = meter
         self.tray = AttachmentTray()
         self.tray.room = self.room
-        self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens()))
+        self.tray.context = lambda: self.meter.limit or None
+        self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens(), self.tray.exact()))
         self.button = QPushButton(text="📎 Attach…", accessibleName="Attach files",
                                   toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
                                           "(or drop or paste them here)")

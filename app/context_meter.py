@@ -19,7 +19,8 @@ from app.store import Message
 
 CHARS_PER_TOKEN = 4.0
 """Rough characters per token of English text for the draft estimate; while a long message is
-read, the engine's own count replaces it."""
+read, the engine's own count replaces it. Attached files are counted by the engine where it can
+(`attachment_count`)."""
 NEARLY_FULL = 0.85
 """Share of the context past which the meter warns that replies will soon be cut short."""
 
@@ -57,7 +58,9 @@ class ContextMeter(QLabel):
         self.used = 0
         self.draft = 0
         self.files = 0
-        """Estimated tokens of the files attached to the draft."""
+        """Tokens of the files attached to the draft (see `files_exact`)."""
+        self.files_exact = False
+        """`files` is the model's own count (else an estimate)."""
         self.level = "ok"
         """"ok", "nearly" (past `NEARLY_FULL`) or "full" (the next message would not fit)."""
         self.hide()
@@ -75,9 +78,10 @@ class ContextMeter(QLabel):
         self.draft = estimate_tokens(text)
         self._update()
 
-    def set_files(self, tokens: int) -> None:
-        """Tokens of the files attached to the draft: counted in the figure, since they are sent."""
-        self.files = tokens
+    def set_files(self, tokens: int, exact: bool = False) -> None:
+        """Tokens of the files attached to the draft (`exact`: the model's count, not an estimate):
+        counted in the figure, since they are sent."""
+        self.files, self.files_exact = tokens, exact
         self._update()
 
     def _update(self) -> None:
@@ -96,6 +100,7 @@ class ContextMeter(QLabel):
         else:
             self.setText(figures)
             self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})"
-                            + (f", with about {self.files:,} of the attached files" if self.files else ""))
+                            + (f", with {'' if self.files_exact else 'about '}{self.files:,} of the attached files"
+                               if self.files else ""))
         self.setStyleSheet("color: #b36b00;" if self.level != "ok" else "")
         self.show()

@@ -222,6 +222,11 @@ class MainWindow(QMainWindow):
         self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))
         self.figures.set_capacity_source(capacity)
 
+    def set_token_counter(self, count) -> None:
+        """The loaded engine's exact token count (`Engine.count_tokens`) for attached files, or None
+        where it cannot count (a remote engine): their counts are then estimates, shown with "~"."""
+        self.chat.files.tray.count_tokens = count
+
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()
         self.progress.setValue(int(fraction * 100))

@@ -130,6 +130,7 @@ class QuickChat(QWidget):
         self.files = AttachmentTray()
         self.files.room = lambda: (self.context_limit - min(REPLY_ROOM, self.context_limit // 4)
                                    if self.context_limit > 0 else None)
+        self.files.context = lambda: self.context_limit or None
         self.file_drop = FileDrop(self)
         self.file_drop.dropped.connect(self.files.add_paths)
         self.answer = QTextBrowser()
