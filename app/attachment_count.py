@@ -26,7 +26,8 @@ from app.store import Attachment
 Counter = Callable[[str], int]
 """The engine's exact count of a text (`Engine.count_tokens`)."""
 FIRST_PROBE = 64 << 10
-"""Characters counted first when the limit is unknown or small (cheap: a few milliseconds)."""
+"""Characters counted at least, first (cheap: a few milliseconds), so a small context does not
+mean many small counts."""
 FIT_SLACK = 0.005
 """Share of the room the part that fits may leave unused; searching closer costs more counts."""
 MAX_COUNTS = 40
