@@ -90,10 +90,10 @@ class AttachmentChip(QFrame):
         self.remove_button.setToolTip("Remove this file")
 
     def show_too_big(self, counted: TokenCount, room: int) -> None:
-        fit = f"{room:,}" if counted.exact else f"~{room:,}"
+        fit = f"~{room:,}" if not counted.exact and not counted.counted_chars else f"{room:,}"  # estimated room
         text = (f"⚠ {short_name(self.name)}: {counted.text} tokens, {fit} fit" if room > 0
                 else f"⚠ {short_name(self.name)}: {counted.text} tokens, no room left")
-        more = "" if counted.exact else " about"
+        more = " about" if not counted.exact and not counted.counted_chars else ""
         self._set("too_big", text, f"{self.name} is {_tokens_words(counted)}, but only{more} {room:,} more fit "
                   "in the model's context with this conversation. Attach its first part, or remove it.")
         self.fit_button.setVisible(room > 0)
