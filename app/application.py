@@ -173,7 +173,7 @@ class ConfabApp(QObject):
         self.quick_chat.context_limit = engine.max_context
         counter = engine.count_tokens if engine.counts_tokens else None  # a remote engine cannot count
         self.window.set_token_counter(counter)
-        self.quick_chat.files.count_tokens = counter
+        self.quick_chat.files.set_counter(counter)
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:

@@ -91,6 +91,19 @@ class AttachmentTray(QScrollArea):
                                            readers.shutdown(wait=False, cancel_futures=True)))
         self.hide()
 
+    def set_counter(self, count: Optional[Counter]) -> None:
+        """A model was loaded: count with its tokenizer from now on (None: estimate), and count the
+        files already ready again, since another model's tokens differ."""
+        self.count_tokens = count
+        for draft in self.drafts:
+            draft.count = count
+            if draft.attachment is None:
+                continue
+            if count is None:
+                self._make_ready(draft, draft.attachment, estimated(len(draft.attachment.text)))
+            else:
+                self._readers.submit(self._recount, draft, draft.attachment)
+
     # -- adding ------------------------------------------------------------------------------------
     def add_paths(self, paths: list[Path]) -> None:
         """Read each file in the background; its chip shows the progress, then the result."""

@@ -225,7 +225,7 @@ class MainWindow(QMainWindow):
     def set_token_counter(self, count) -> None:
         """The loaded engine's exact token count (`Engine.count_tokens`) for attached files, or None
         where it cannot count (a remote engine): their counts are then estimates, shown with "~"."""
-        self.chat.files.tray.count_tokens = count
+        self.chat.files.tray.set_counter(count)
 
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()

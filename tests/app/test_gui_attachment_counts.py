@@ -76,3 +76,17 @@ def test_a_file_past_the_context_says_which_part_was_counted(qtbot, window, gui_
     chip = _add(qtbot, window, path)
     assert chip.state == "too_big" and ": ~" in chip.label.text()
     assert "counted by the model, the rest estimated" in chip.toolTip()
+
+
+def test_files_ready_when_a_model_loads_are_counted_again_by_it(qtbot, window, gui_engine, tmp_path):
+    window.set_token_counter(None)
+    path = tmp_path / "data.json"
+    path.write_text(JSON[:600])
+    chip = _add(qtbot, window, path)
+    assert "· ~" in chip.label.text()
+    window.set_token_counter(gui_engine.count_tokens)
+    exact = gui_engine.count_tokens(JSON[:600])
+    qtbot.waitUntil(lambda: chip.label.text().endswith(f"· {exact:,} tokens"), timeout=10_000)
+    assert window.chat.context_meter.files == exact
+    window.set_token_counter(None)  # e.g. connected to a server: back to the estimate
+    assert chip.label.text().endswith(f"· ~{estimate_tokens(JSON[:600]):,} tokens")
