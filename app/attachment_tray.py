@@ -142,7 +142,6 @@ class AttachmentTray(QScrollArea):
         try:
             read = read_file(draft.path, keep_bytes=keep_bytes, cancelled=draft.cancel.is_set,
                              progress=lambda f: self._post(draft, self._progress, draft, f))
-            counted = count_read(read, draft.count, context)
         except ReadCancelled:
             return
         except UnreadableFileError as e:
@@ -151,6 +150,10 @@ class AttachmentTray(QScrollArea):
             self._post(draft, self._refused, draft,
                        f"{draft.path.name} could not be read ({type(e).__name__}: {e}).")
         else:
+            try:
+                counted = count_read(read, draft.count, context)
+            except Exception:  # the engine could not count (it failed): the file is still good
+                counted = estimated(read.chars)
             self._post(draft, self._read_done, draft, read, counted)
 
     def _fit(self, draft: _Draft, read: FileRead, room: int) -> None:
@@ -158,10 +161,9 @@ class AttachmentTray(QScrollArea):
             return
         try:
             attachment, counted = fit_part(read, room, draft.count)
-        except Exception as e:  # the engine could not count: say so rather than leave it spinning
-            self._post(draft, self._refused, draft, f"{read.name}: its tokens could not be counted ({e}).")
-        else:
-            self._post(draft, self._fit_done, draft, attachment, counted)
+        except Exception:  # the engine could not count (it failed): cut at the estimate instead
+            attachment, counted = fit_part(read, room, None)
+        self._post(draft, self._fit_done, draft, attachment, counted)
 
     def _recount(self, draft: _Draft, attachment: Attachment) -> None:
         if draft.cancel.is_set() or draft.count is None:

@@ -90,3 +90,14 @@ def test_files_ready_when_a_model_loads_are_counted_again_by_it(qtbot, window, g
     assert window.chat.context_meter.files == exact
     window.set_token_counter(None)  # e.g. connected to a server: back to the estimate
     assert chip.label.text().endswith(f"· ~{estimate_tokens(JSON[:600]):,} tokens")
+
+
+def test_a_count_that_fails_leaves_the_estimate_not_a_refusal(qtbot, window, tmp_path):
+    def broken(text: str) -> int:
+        raise RuntimeError("the engine stopped")
+
+    window.set_token_counter(broken)
+    path = tmp_path / "data.json"
+    path.write_text(JSON[:600])
+    chip = _add(qtbot, window, path)
+    assert chip.state == "ready" and chip.label.text().endswith(f"· ~{estimate_tokens(JSON[:600]):,} tokens")
