@@ -99,7 +99,7 @@ def fit_part(read: FileRead, room: int, count: Optional[Counter]) -> tuple[Attac
         if tokens <= room:
             lo, lo_tokens = probe, tokens
             if probe == len(text):
-                return _part(read, text, tokens), TokenCount(tokens, True)
+                return _part(read, text), TokenCount(tokens, True)
             probe = min(len(text), probe * 2)
         else:
             hi, hi_tokens = probe, tokens
@@ -120,10 +120,10 @@ def fit_part(read: FileRead, room: int, count: Optional[Counter]) -> tuple[Attac
     while tokens > room and part:  # a cut can tokenize a little differently: shrink until it fits
         part = part[:len(part) * 99 // 100]
         tokens = count(part)
-    return _part(read, part, tokens), TokenCount(tokens, True)
+    return _part(read, part), TokenCount(tokens, True)
 
 
-def _part(read: FileRead, text: str, tokens: int) -> Attachment:
+def _part(read: FileRead, text: str) -> Attachment:
     truncated = len(text) < read.chars
     return Attachment(read.name, read.media_type, read.size, text, truncated=truncated, data=read.data)
 
