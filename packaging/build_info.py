@@ -47,6 +47,12 @@ EXCLUDES = (
     "gguf",  # only the converter reads GGUF files; the frozen app loads the converted folder
     "llama_cpp.server",  # llama-cpp-python's own OpenAI server; Confab has its own (engine/server)
 )
+PDF_PACKAGES = ("pypdfium2", "pypdfium2_raw")
+"""PDF text (app/attachment_reader). pypdfium2_raw loads PDFium's library (libpdfium.so, .dylib or
+pdfium.dll) with ctypes from its own folder, and both read a version.json beside their modules at
+import: PyInstaller's import analysis sees none of these files, so the spec collects them."""
+PDF_LIBRARY_PACKAGE = "pypdfium2_raw"
+"""The package whose folder holds PDFium's library (where pypdfium2 looks for it at run time)."""
 MODEL_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3")
 """transformers loads these lazily by name; PyInstaller cannot see such imports, so the spec lists them."""
 
