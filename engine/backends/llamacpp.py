@@ -92,17 +92,15 @@ class LlamaCppBackend:
     def __init__(self, device: str, dtype: str, config) -> None:
         if device not in ("auto", "cpu", "cuda", "metal"):
             raise ModelLoadError(f"the llamacpp backend runs on auto, cpu, cuda or metal, not {device!r}")
-        if dtype != "auto":
-            raise ModelLoadError(
-                f"dtype {dtype!r}: the llamacpp backend computes in the formats the GGUF file stores "
-                "(use dtype='auto')")
         _init_library()
         self.offload = device != "cpu" and bool(lc.llama_supports_gpu_offload())
         if device in ("cuda", "metal") and not self.offload:
             raise ModelLoadError(f"device {device!r} was asked for but this llama.cpp build has no GPU support")
         self.device = ("metal" if sys.platform == "darwin" else "gpu") if self.offload else "cpu"
         self.dtype = "float16"
-        self.dtype_reason = "float16 K/V cache; weights in the formats the GGUF stores"
+        # A dtype set for torch/MLX (e.g. in the app's settings) does not apply: said, not refused.
+        self.dtype_reason = "float16 K/V cache; weights in the formats the GGUF stores" + (
+            f" (dtype {dtype} applies to torch and MLX only)" if dtype != "auto" else "")
         self.quantized = ""
         self.config = config
         self.threads = thread_count()
@@ -267,16 +265,18 @@ class LlamaCppBackend:
             i += k
             last.append(i - 1)
         b.n_tokens = n
-        rc = lc.llama_decode(self.ctx, b)
-        if rc != 0:
-            for seq, _ in items:  # llama.cpp rolls a failed batch back; make sure of it
+        try:
+            rc = lc.llama_decode(self.ctx, b)
+            if rc != 0:
+                raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
+            out = [np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
+                   for row in last]
+        except BaseException:
+            for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
                 lc.llama_memory_seq_rm(self._mem, seq.id, seq.n_past, -1)
-            raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
-        out = []
-        for (seq, tokens), row in zip(items, last):
+            raise
+        for seq, tokens in items:
             seq.n_past += len(tokens)
-            ptr = lc.llama_get_logits_ith(self.ctx, row)
-            out.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).copy())
         return out
 
     def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:
