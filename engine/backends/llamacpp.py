@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 POOL_SESSIONS = 4
 """Default pool: this many sessions filled to max_context (within the memory budget). Sessions share
 it, so many short conversations fit where only four full ones would."""
+POOL_STEP = 256
+"""llama.cpp pads a context's cell count to a multiple of this."""
 KV_BYTES = 2
 """The K/V cache is float16 (llama.cpp's default type)."""
 _DECODE_ERRORS = {1: "no room in the KV pool", 2: "aborted", -1: "invalid batch"}
@@ -138,6 +140,11 @@ class LlamaCppBackend:
         cp.n_seq_max = n_seq
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
+        # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
+        # in cell order: a session's attention then does not depend on who shares the pool or a
+        # decode (greedy tokens alone = batched, restored = never left), and costs what its own
+        # cells cost rather than the whole pool's span.
+        cp.flash_attn = True
         cp.no_perf = True
         ctx = lc.llama_init_from_model(model, cp)
         if not ctx:
@@ -189,7 +196,8 @@ class LlamaCppBackend:
                 f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
                 f"({cfg.max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
             )
-        return int(tokens), int(n_seq)
+        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds
+        return max(POOL_STEP, tokens // POOL_STEP * POOL_STEP), int(n_seq)
 
     def available_memory(self) -> int:
         import psutil

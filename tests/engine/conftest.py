@@ -44,6 +44,12 @@ def gguf_source(tmp_path_factory) -> Callable[[Path], Path]:
 
 
 @pytest.fixture
+def source_for(gguf_source) -> Callable[[Path, str], Path]:
+    """source_for(folder, backend) -> what that backend loads for a tiny folder (llama.cpp: its GGUF)."""
+    return lambda folder, backend: gguf_source(folder) if backend == "llamacpp" else Path(folder)
+
+
+@pytest.fixture
 def make_engine(gguf_source) -> Callable[..., Engine]:
     """make_engine(source, backend, **config) -> Engine in float32 (llama.cpp: the GGUF of a tiny
     folder, in the formats it stores); all closed at teardown."""
@@ -82,6 +88,24 @@ NOT_ON_LLAMACPP = {
     "test_opening_past_max_sessions_fails_with_numbers": POOL,
     "test_estimate_matches_loaded_engine": "the pre-load estimate is of a torch/MLX folder's per-session "
                                            "buffers; llama.cpp's pool is checked in test_llamacpp_pool.py",
+    "test_the_budget_caps_a_configured_max_sessions": POOL,
+    "test_a_budget_that_cannot_hold_one_session_is_refused_at_load": POOL,
+    "test_max_context_above_the_models_limit_is_clamped_with_a_message": "edits a folder's config.json; a "
+        "GGUF's context limit is read from the file (the clamp itself is the same code)",
+    "test_an_unsupported_model_family_is_refused_by_name": "edits a folder's config.json; llama.cpp loads only "
+        ".gguf files and names an architecture it does not know itself",
+    "test_a_failed_batch_split_poisons_the_running_replies": "llama.cpp's sessions are sequences of one "
+        "context: nothing is merged or split, so there is no split to fail",
+    "test_chat_streams_replies_and_keeps_context": "the bundled Q4_1 model, greedy, with the template's system "
+        "prompt, answers 'L'Étoile, la Cité…' on llama.cpp (llama-cpp-python's own Llama gives the same tokens "
+        "for the same ids); test_llamacpp.py runs the chat command on llama.cpp",
+    "test_second_chat_turn_prefills_only_its_suffix": "asserts the bundled model answers 'Paris'; on llama.cpp "
+        "it answers 'L'Étoile…' (see test_chat_streams_replies_and_keeps_context); the suffix-only prefill is "
+        "checked on the tiny model by the other warm-resume tests",
+    "test_sliding_window_state_restores_exactly": "the tiny sliding-window models are folders whose window only "
+        "transformers (qwen3) or mlx-lm (llama) read; the test GGUF writer has no sliding-window model",
+    "test_truncated_safetensors_is_refused": "a folder's safetensors check; llama.cpp loads only .gguf files "
+        "(test_llamacpp.py refuses a truncated GGUF)",
     "test_sliding_window_model_falls_back_to_per_session_steps": "llama.cpp steps sliding-window sequences "
                                                                   "in the same joint decode: there is no fallback",
 }
