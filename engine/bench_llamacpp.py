@@ -28,7 +28,9 @@ def library_decode_tok_s(path: Path, threads: int, prompt: list[int], tokens: in
     (as the engine's decode_tok_s is)."""
     from llama_cpp import Llama
 
-    llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False)
+    # The engine's context settings that change the arithmetic: flash attention (see the backend).
+    llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, flash_attn=True,
+                verbose=False)
     try:
         for _ in zip(range(16), llm.generate(prompt, temp=0.0, top_k=1, reset=True)):  # warm-up
             pass

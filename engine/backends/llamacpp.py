@@ -49,15 +49,26 @@ _init_lock = threading.Lock()
 _initialized = False
 
 
+# ggml's log levels (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continuation). llama-cpp-python's
+# own callback maps an older numbering (its "error" is today's warning), so it is replaced: llama.cpp's
+# errors reach this module's logger as errors, the rest (e.g. "n_ctx_per_seq < n_ctx_train", which
+# does not apply to a unified pool) at info level and below.
+_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
+
+
+@lc.llama_log_callback
+def _log_callback(level: int, text: bytes, user_data) -> None:
+    severity = _LOG_LEVELS.get(level, logging.DEBUG)
+    if log.isEnabledFor(severity):
+        log.log(severity, "llama.cpp: %s", text.decode(errors="replace").rstrip())
+
+
 def _init_library() -> None:
-    """llama_backend_init once per process (it is process-wide; never freed while engines may run).
-    llama.cpp's own log goes to stderr through llama-cpp-python's callback: errors only."""
+    """llama_backend_init once per process (it is process-wide; never freed while engines may run)."""
     global _initialized
     with _init_lock:
         if not _initialized:
-            lib_log = logging.getLogger("llama-cpp-python")
-            if lib_log.level == logging.NOTSET:
-                lib_log.setLevel(logging.ERROR)
+            lc.llama_log_set(_log_callback, ctypes.c_void_p(0))
             lc.llama_backend_init()
             _initialized = True
 
