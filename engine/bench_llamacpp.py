@@ -54,7 +54,7 @@ def memory_figures(engine: Engine, say) -> dict:
     with tempfile.TemporaryDirectory(prefix="confab-bench-") as tmp:
         sessions = [engine.open_session() for _ in range(MEMORY_SESSIONS)]
         for i, s in enumerate(sessions):
-            list(s.generate(ids[i:i + MEMORY_TOKENS - 1], one))
+            list(s.generate(ids[i:i + MEMORY_TOKENS], one))  # holds the prompt; the reply token is not fed
         held8 = sum(s.state_nbytes for s in sessions)
         saved8 = 0
         for i, s in enumerate(sessions):
@@ -62,7 +62,7 @@ def memory_figures(engine: Engine, say) -> dict:
             saved8 += (Path(tmp) / f"s{i}.state").stat().st_size
             s.close()
         with engine.open_session() as s:
-            last = list(s.generate(ids[:LONG_TOKENS - 1], one))[-1]
+            last = list(s.generate(ids[:LONG_TOKENS], one))[-1]
             prefill_s = last.stats.ttft_s
             held1 = s.state_nbytes
             path = Path(tmp) / "long.state"

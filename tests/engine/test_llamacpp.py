@@ -163,3 +163,21 @@ def test_a_truncated_gguf_is_refused_by_name(tiny_models, gguf_source, tmp_path)
     broken.write_bytes(source.read_bytes()[: source.stat().st_size // 2])
     with pytest.raises(ModelLoadError, match="broken.gguf"):
         Engine.load(str(broken), EngineConfig(backend="llamacpp"))
+
+
+def test_bench_reports_llamacpp_figures_against_the_library(tiny_models, gguf_source):
+    import json
+
+    from tests.engine.test_cli import run
+
+    out = run("bench", "--backend", "llamacpp", "--model", str(gguf_source(tiny_models["llama"])),
+              "--sessions", "1,8", "--tokens", "8", "--prefill-tokens", "64", "--json")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    figures = json.loads(lines[0])
+    assert figures["backend"] == "llamacpp" and figures["backend_reason"] == "llama.cpp: asked for"
+    for key in ("decode_tok_s", "library_decode_tok_s", "decode_vs_library", "aggregate8_vs_1", "ttft_busy8_vs_idle",
+                "kv_8x500_vs_4000", "state_files_8x500_vs_4000", "restore_vs_prefill", "bytes_per_session"):
+        assert figures[key] > 0, key
+    assert figures["kv_bytes_8x500"] == 8 * 500 * PER_TOKEN and figures["kv_bytes_4000"] == 4000 * PER_TOKEN
