@@ -62,3 +62,11 @@ def filtered_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
     if params.min_p > 0:
         probs = np.where(probs >= params.min_p * probs.max(), probs, 0.0)
     return probs / probs.sum()
+
+
+def steps_alone(params: SamplingParams) -> bool:
+    """Whether a reply must step in its own forward: a seeded, sampled one does. A batched forward's
+    logits differ slightly from a solo one's (torch: float32 left-padded rows, up to ~0.2 in a logit
+    on the bundled model; llama.cpp: other kernels for a many-token batch), enough to tip a sampled
+    token, and a seed promises the same text either way."""
+    return params.seed is not None and params.temperature > 0

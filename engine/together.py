@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from .errors import CapacityError
+from .sampling import steps_alone
 
 if TYPE_CHECKING:
     from .worker import Job, Slot, Worker
@@ -54,10 +55,13 @@ class Together:
         self.worker = worker
         self.calls = 0
         """Backend calls made (tests and the bench read it)."""
+        self.joint = 0
+        """Of those, calls that stepped several sessions together."""
 
     def round(self) -> None:
         w = self.worker
         items: list[tuple["Job", "Slot", list[int]]] = []
+        alone: list[tuple["Job", "Slot", list[int]]] = []  # seeded sampling: its own call (steps_alone)
         budget = w.config.prefill_chunk
         for job in w.scheduler.round():
             slot = w.slots.get(job.session.id)
@@ -66,23 +70,22 @@ class Together:
             elif job.cancel.is_set():
                 w._guarded(job, slot, lambda: w._end_job(slot, "cancelled"))
             elif not job.pending:
-                items.append((job, slot, [job.generated[-1]]))
+                (alone if steps_alone(job.params) else items).append((job, slot, [job.generated[-1]]))
             elif budget > 0:  # else this prompt waits for the next round's share
                 feed = job.pending[:budget]
                 budget -= len(feed)
                 items.append((job, slot, feed))
-        if not items:
-            return
         if w.batching and len(items) > 1:
             try:
                 rows = self._call(items)
+                self.joint += 1
             except Exception:
                 log.exception("joint step failed; stepping its %d sessions one at a time", len(items))
             else:
                 for (job, slot, feed), logits in zip(items, rows):
                     w._guarded(job, slot, lambda: self._done(job, slot, feed, logits))
-                return
-        for item in items:
+                items = []
+        for item in items + alone:
             job, slot, feed = item
             w._guarded(job, slot, lambda: self._done(job, slot, feed, self._call([item])[0]))
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
-from .sampling import make_sampler
+from .sampling import make_sampler, steps_alone
 from .scheduler import RoundRobin
 from .session import Failed
 from .together import Together, admit_turn
@@ -242,7 +242,7 @@ class Worker:
             self._settle()  # sessions not decoding together hold their own, unpadded state
 
     def _batchable(self, job: Job, slot: Slot) -> bool:
-        if not self.batching or job.pending or not job.generated or _seeded(job.params):
+        if not self.batching or job.pending or not job.generated or steps_alone(job.params):
             return False
         return slot in self.batch or (slot.state is not None and self.backend.batchable(slot.state))
 
@@ -388,13 +388,6 @@ class Worker:
             slot.job, slot.state = None, None
         self.slots.clear()
         self.backend.close()
-
-
-def _seeded(params: SamplingParams) -> bool:
-    """A seeded, sampled reply steps alone: a batched forward's logits differ slightly from a solo
-    one's (float32, left-padded rows: up to ~0.2 in a logit on the bundled model), enough to tip a
-    sampled token, and a seed promises the same text either way."""
-    return params.seed is not None and params.temperature > 0
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

@@ -24,11 +24,17 @@ def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, backend):
     streams = [o.generate(prompt_ids(engine, text), greedy) for o, text in zip(others, NEIGHBOURS)]
     for stream in streams:
         next(iter(stream))  # every neighbour is decoding before the seeded reply starts
-    merges = engine._worker.batch.merges
+    merges = _joint_steps(engine)
     with engine.open_session() as session:
         together = token_ids(session.generate(prompt, params))
     for stream, other in zip(streams, others):
         token_ids(stream)
         other.close()
-    assert engine._worker.batch.merges > merges  # the neighbours did decode in batches meanwhile
+    assert _joint_steps(engine) > merges  # the neighbours did decode in batches meanwhile
     assert together == alone
+
+
+def _joint_steps(engine) -> int:
+    """Forwards that stepped several sessions together so far (a merged batch, or one llama.cpp call)."""
+    worker = engine._worker
+    return worker.together.joint if worker.together is not None else worker.batch.merges
