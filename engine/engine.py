@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from . import backends, capacity
 from .capacity import text_config
+from .constraint import Guides
 from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
 from .runner import Runner
@@ -74,6 +75,7 @@ class Engine:
         if worker is not None:
             engine.config, engine._codec = worker.config, worker.codec
             engine._vocab_size, engine.load_seconds = worker.vocab_size, worker.load_seconds
+            engine._guides = Guides(worker.codec.tokenizer, worker.vocab_size)
         return engine
 
     # -- facts -------------------------------------------------------------------------------------

@@ -197,6 +197,7 @@ class Session:
             raise ContextOverflowError(
                 f"the prompt has {len(prompt)} tokens; max_context is {limit} (room is needed for the reply)"
             )
+        guide = self._engine._guides.start(params.constraint) if params.constraint is not None else None
         cancelling = self._job_cancel
         if self._busy and cancelling is not None and cancelling.is_set():
             # The previous reply was cancelled (or its stream dropped): it ends at the next token.
@@ -211,7 +212,7 @@ class Session:
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
-            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested))
+            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested, guide))
         except BaseException:
             self._mark_idle()
             raise

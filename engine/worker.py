@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from . import capacity, state_file
 from .errors import EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
+from .logprobs import token_logprob
 from .sampling import make_sampler
 from .scheduler import RoundRobin
 from .session import Failed
@@ -55,6 +56,10 @@ class Job:
     ended: bool = False
     sampler: Callable = None
     decoder: Any = None
+    guide: Any = None
+    """The constraint's grammar state (engine.constraint.Guide), or None for free text."""
+    logprobs: tuple = ()
+    """Log probabilities of the token not yet delivered in a chunk."""
 
 
 class Worker:
@@ -154,8 +159,8 @@ class Worker:
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
 
     # -- jobs --------------------------------------------------------------------------------------
-    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:
-        job = Job(session, prompt, params, out, cancel, chat_text, started=requested)
+    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float, guide=None) -> None:
+        job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide)
         try:
             self._start(job)
         except Exception as e:  # nobody waits on this request: the error must reach the stream
@@ -272,17 +277,25 @@ class Worker:
         if job.pending:  # a long prompt: say how far it has been read, so a UI need not show "…"
             job.out.put(Chunk("", (), prefill=(job.prefilled, job.prefilled + len(job.pending))))
             return
+        if job.guide is not None:  # this session's own mask: batched rows each have theirs
+            logits = job.guide.mask(logits)
         token = job.sampler(logits, slot.fed)
+        if job.params.logprobs is not None:
+            job.logprobs = (token_logprob(logits, slot.fed, job.params, token),)
+        if job.guide is not None:
+            job.guide.advance(token)
         job.generated.append(token)
         session._tokens = tuple(slot.fed) + (token,)
         if job.first_token_at is None:
             job.first_token_at = time.perf_counter()
         if token in self.codec.stop_ids and not job.params.ignore_stop:
             self._end_job(slot, "stop", (token,))
+        elif job.guide is not None and job.guide.done:  # the grammar is complete: nothing may follow
+            self._end_job(slot, "stop", (token,), job.decoder.step(token))
         elif len(job.generated) >= job.params.max_tokens or len(session._tokens) >= self.config.max_context:
             self._end_job(slot, "length", (token,), job.decoder.step(token))
         else:
-            job.out.put(Chunk(job.decoder.step(token), (token,)))
+            job.out.put(Chunk(job.decoder.step(token), (token,), logprobs=job.logprobs))
 
     def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job, slot.job = slot.job, None
@@ -299,7 +312,7 @@ class Worker:
     def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job.ended = True
         job.session._mark_idle()  # before the last chunk, so its reader may start the next turn
-        job.out.put(Chunk(text, tuple(last_ids), reason, stats))
+        job.out.put(Chunk(text, tuple(last_ids), reason, stats, logprobs=job.logprobs if last_ids else ()))
 
     def _poison(self, slot: Slot, job: Job, error: BaseException) -> None:
         if job.ended:  # already told (a split failure poisons before its caller's guard does)
