@@ -17,9 +17,9 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import backends, capacity
+from . import backends, capacity, toolcalls
 from .capacity import text_config
-from .constraint import Guides
+from .constraint import Constraint, Guides
 from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
 from .runner import Runner
@@ -145,6 +145,23 @@ class Engine:
     def template_fingerprint(self) -> str:
         """Identifies the chat template; a change means cached token prefixes may no longer match."""
         return self._codec.template_fingerprint
+
+    @property
+    def tool_format(self) -> str:
+        """How this model writes tool calls ("hermes", "llama3" or "mistral"), read from its template."""
+        return self._codec.tool_format
+
+    def render_chat(self, messages: list[dict], tools: Optional[list[dict]] = None) -> str:
+        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens)."""
+        return self._codec.render(messages, tools=tools)
+
+    def tool_constraint(self, tools: list[dict], parallel: bool = True) -> Constraint:
+        """A constraint that admits only calls of `tools` (OpenAI-shaped) in this model's format, with
+        arguments valid for each function's schema: `tool_choice` "required" or a named function."""
+        special = {t: i for t, i in self.tokenizer.get_vocab().items()
+                   if t in ("<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
+                   and t in self.tokenizer.all_special_tokens}
+        return toolcalls.call_constraint(self.tool_format, tools, parallel, special)
 
     @property
     def tokenizer(self):

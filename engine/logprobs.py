@@ -35,5 +35,5 @@ def token_logprob(logits: np.ndarray, history: Sequence[int], params: SamplingPa
     if n:
         best = np.argpartition(-logp, n - 1)[:n]
         best = best[np.argsort(-logp[best], kind="stable")]
-        top = tuple((int(i), float(logp[i])) for i in best)
+        top = tuple((int(i), float(logp[i])) for i in best if np.isfinite(logp[i]))  # not masked-out tokens
     return TokenLogprob(int(token), float(logp[token]), top)

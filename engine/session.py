@@ -160,18 +160,22 @@ class Session:
 
     # -- generation --------------------------------------------------------------------------------
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
-             continue_final: bool = False) -> Stream:
+             continue_final: bool = False, tools: Optional[list[dict]] = None) -> Stream:
         """Stream the assistant's reply to `messages` (the whole conversation so far).
 
         `continue_final`: the last message is an assistant reply to extend rather than answer (it
         was cut by the token limit or stopped); its turn is left open and the stream is its rest.
+
+        `tools`: OpenAI-shaped function tools the template shows the model; read calls from the
+        reply with `engine.toolcalls.parse(engine.tool_format, text)`, or force one with
+        `engine.tool_constraint(...)` as the params' constraint.
 
         When the conversation extends what this session already holds, only the new part is
         prefilled; the exact token ids of earlier replies are reused, so re-rendering the template
         does not break the match.
         """
         codec = self._engine._codec
-        text = codec.render(messages, continue_final=continue_final)
+        text = codec.render(messages, continue_final=continue_final, tools=tools)
         key_text, key_tokens = self._chat_key
         if key_text and text.startswith(key_text) and key_tokens == self._tokens:
             prompt = list(key_tokens) + codec.encode(text[len(key_text):])

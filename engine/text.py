@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import InvalidRequestError, ModelLoadError
+from .toolcalls import detect_format, template_messages
 
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
 _TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>")
@@ -35,6 +36,7 @@ class TextCodec:
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
+        self.tool_format, self._native_tools = detect_format(self.chat_template)
 
     def _stop_ids(self, folder: Path) -> set[int]:
         ids: set[int] = set()
@@ -52,26 +54,32 @@ class TextCodec:
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict], continue_final: bool = False) -> str:
+    def render(self, messages: list[dict], continue_final: bool = False, tools: Optional[list[dict]] = None) -> str:
         """The chat template applied to `messages`, ending with the assistant's generation prompt;
         with `continue_final`, ending inside the last (assistant) message instead, left open so
-        the model writes more of it (a reply cut by the token limit or stopped)."""
+        the model writes more of it (a reply cut by the token limit or stopped).
+
+        `tools` (OpenAI's function tools) and messages with `tool_calls` or role "tool" are rendered
+        by the template where it knows tools, else the Hermes way (engine.toolcalls)."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
         for i, m in enumerate(messages):
             if m["role"] not in ROLES:
                 raise InvalidRequestError(f"message {i}: role must be one of {', '.join(ROLES)}, not {m['role']!r}")
-            if not isinstance(m["content"], str):
+            if not isinstance(m["content"], str) and not (m["content"] is None and m.get("tool_calls")):
                 raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
+        if tools is not None and not isinstance(tools, list):
+            raise InvalidRequestError(f"tools must be a list, not {type(tools).__name__}")
+        messages, tools = template_messages(messages, tools, self.tool_format, self._native_tools)
         try:
             return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=not continue_final,
+                messages, tools=tools, tokenize=False, add_generation_prompt=not continue_final,
                 continue_final_message=continue_final)
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e

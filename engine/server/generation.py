@@ -49,6 +49,8 @@ class Piece:
     text: str
     finish_reason: Optional[str] = None
     usage: Optional[Usage] = None
+    logprobs: tuple = ()
+    """engine TokenLogprob of the tokens that came with this piece (when asked for)."""
 
 
 class _Failure:
@@ -56,13 +58,13 @@ class _Failure:
         self.error = error
 
 
-def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
+def chat_prompt(engine: Engine, messages: list[dict], tools: Optional[list[dict]] = None) -> list[int]:
     """Token ids of `messages` under the model's chat template (for pool matching and the context check)."""
     tokenizer = engine.tokenizer
     if not getattr(tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
     try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = engine.render_chat(messages, tools)
     except Exception as e:
         raise bad_request(f"the chat template rejected these messages: {e}") from e
     return list(tokenizer(text, add_special_tokens=False).input_ids)
@@ -140,12 +142,13 @@ class Reply:
                     # last chunk, which carries the usage (closing the stream would end the pump early).
                     self.lease.session.cancel()
                 if item.finish_reason is None:
-                    if text:
-                        yield Piece(text)
+                    if text or item.logprobs:
+                        yield Piece(text, logprobs=item.logprobs)
                     continue
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
-                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated))
+                logprobs = item.logprobs if item.text else ()  # not the end token's
+                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), logprobs)
                 return
         finally:
             self.close()

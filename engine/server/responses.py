@@ -5,19 +5,42 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
+from ..toolcalls import CallStream, ToolCall
 from .errors import APIError
 from .generation import Piece, Reply, Usage
+from .logprob_json import Tokens, chat_logprobs, completion_logprobs
+
+
+@dataclass
+class Result:
+    """A whole reply: its content, the tool calls read from it, and what ended it."""
+
+    text: str
+    finish_reason: str
+    usage: Usage
+    calls: list[ToolCall] = field(default_factory=list)
+    logprobs: list = field(default_factory=list)
 
 
 class Shape:
-    """Builds one reply's objects: chat (`chat.completion[.chunk]`) or completions (`text_completion`)."""
+    """Builds one reply's objects: chat (`chat.completion[.chunk]`) or completions (`text_completion`).
 
-    def __init__(self, kind: str, model: str, session_id: str) -> None:
+    `tool_format`: the model's call format when calls are to be read from the reply (tools given and
+    tool_choice not "none"); `tokens`: set when log probabilities were asked for.
+    """
+
+    def __init__(self, kind: str, model: str, session_id: str, tokens: Optional[Tokens] = None,
+                 tool_format: Optional[str] = None, parallel: bool = True) -> None:
         self.kind = kind
         self.model = model
         self.session_id = session_id
+        self.tokens = tokens
+        self.tool_format = tool_format
+        self.parallel = parallel
+        self._offset = 0
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 
@@ -25,25 +48,41 @@ class Shape:
         return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
                 "system_fingerprint": None, "session_id": self.session_id}
 
-    def whole(self, text: str, finish_reason: str, usage: Usage) -> dict:
+    def _logprobs(self, logprobs) -> Optional[dict]:
+        if self.tokens is None:
+            return None
         if self.kind == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "finish_reason": finish_reason, "logprobs": None}
+            return chat_logprobs(self.tokens, logprobs, True)
+        out = completion_logprobs(self.tokens, logprobs, True, self._offset)
+        self._offset += sum(len(t) for t in out["tokens"])
+        return out
+
+    def whole(self, result: Result) -> dict:
+        logprobs = self._logprobs(result.logprobs)
+        if self.kind == "chat":
+            message: dict = {"role": "assistant", "content": result.text, "refusal": None}
+            if result.calls:
+                message["content"] = result.text or None
+                message["tool_calls"] = [call_json(c) for c in result.calls]
+            choice = {"index": 0, "message": message, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("chat.completion")
         else:
-            choice = {"index": 0, "text": text, "finish_reason": finish_reason, "logprobs": None}
+            choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("text_completion")
-        return {**body, "choices": [choice], "usage": usage.as_json()}
+        return {**body, "choices": [choice], "usage": result.usage.as_json()}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
-              with_usage: bool = False) -> dict:
+              with_usage: bool = False, logprobs: tuple = (), call: Optional[tuple[int, ToolCall]] = None) -> dict:
+        lp = self._logprobs(logprobs) if logprobs else None
         if self.kind == "chat":
             delta: dict = {"role": "assistant", "content": text or ""} if first else (
                 {"content": text} if text else {})
-            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+            if call is not None:
+                delta["tool_calls"] = [{"index": call[0], **call_json(call[1])}]
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("chat.completion.chunk")
         else:
-            choice = {"index": 0, "text": text or "", "finish_reason": finish_reason, "logprobs": None}
+            choice = {"index": 0, "text": text or "", "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("text_completion")
         body["choices"] = [choice]
         if with_usage:
@@ -62,13 +101,47 @@ def sse(obj: dict) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-async def collect(reply: Reply) -> tuple[str, str, Usage]:
+def call_json(call: ToolCall) -> dict:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+class _Calls:
+    """Content and tool calls of a reply as it streams (plain text when no tools are in play)."""
+
+    def __init__(self, shape: Shape) -> None:
+        self._stream = CallStream(shape.tool_format) if shape.tool_format else None
+        self._parallel = shape.parallel
+        self.sent = 0
+
+    def feed(self, piece: Piece) -> tuple[str, list[ToolCall]]:
+        if self._stream is None:
+            return piece.text, []
+        text, calls = self._stream.feed(piece.text)
+        if piece.finish_reason is not None:
+            rest, more = self._stream.finish()
+            text, calls = text + rest, calls + more
+        if not self._parallel:  # parallel_tool_calls: false keeps the first call only
+            calls = calls[: max(0, 1 - self.sent)]
+        self.sent += len(calls)
+        return text, calls
+
+    def reason(self, piece: Piece) -> str:
+        return "tool_calls" if self.sent else piece.finish_reason
+
+
+async def collect(reply: Reply, shape: Shape) -> Result:
     """The whole reply (non-streamed requests)."""
     parts: list[str] = []
+    calls: list[ToolCall] = []
+    logprobs: list = []
+    splitter = _Calls(shape)
     async for piece in reply.pieces():
-        parts.append(piece.text)
+        text, new = splitter.feed(piece)
+        parts.append(text)
+        calls += new
+        logprobs += piece.logprobs
         if piece.finish_reason is not None:
-            return "".join(parts), piece.finish_reason, piece.usage
+            return Result("".join(parts), splitter.reason(piece), piece.usage, calls, logprobs)
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 
 
@@ -79,12 +152,16 @@ async def events(reply: Reply, shape: Shape, include_usage: bool) -> AsyncIterat
         if shape.kind == "chat":
             yield sse(shape.chunk("", first=True, with_usage=include_usage))
         last: Optional[Piece] = None
+        splitter = _Calls(shape)
         async for piece in reply.pieces():
             last = piece
-            if piece.text:
-                yield sse(shape.chunk(piece.text, with_usage=include_usage))
+            text, calls = splitter.feed(piece)
+            if text or (piece.logprobs and shape.tokens is not None):
+                yield sse(shape.chunk(text, with_usage=include_usage, logprobs=piece.logprobs))
+            for i, call in enumerate(calls, start=splitter.sent - len(calls)):
+                yield sse(shape.chunk(None, with_usage=include_usage, call=(i, call)))
             if piece.finish_reason is not None:
-                yield sse(shape.chunk(None, piece.finish_reason, with_usage=include_usage))
+                yield sse(shape.chunk(None, splitter.reason(piece), with_usage=include_usage))
         if include_usage and last is not None and last.usage is not None:
             yield sse(shape.usage_chunk(last.usage))
     except APIError as e:  # headers are sent: the error travels as an event, as OpenAI's servers do

@@ -12,6 +12,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .tool_schemas import ResponseFormat, Tool, ToolCallIn, ToolChoice
+
 MAX_STOP = 4
 
 
@@ -27,14 +29,31 @@ class TextPart(_Strict):
 
 
 class ChatMessage(_Strict):
-    role: Literal["system", "developer", "user", "assistant"]
-    content: Union[str, list[TextPart]]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: Optional[Union[str, list[TextPart]]] = None
     name: Optional[str] = None
+    tool_calls: Optional[list[ToolCallIn]] = None
+    tool_call_id: Optional[str] = Field(default=None, max_length=200)
+
+    @model_validator(mode="after")
+    def _tool_fields(self) -> "ChatMessage":
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("content may be null only on an assistant message with tool_calls")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id of the call it answers")
+        return self
 
     def as_engine(self) -> dict:
-        """{"role", "content"} as the chat template expects (developer is the newer name of system)."""
-        text = self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
-        return {"role": "system" if self.role == "developer" else self.role, "content": text}
+        """{"role", "content"} as the chat template expects (developer is the newer name of system),
+        with `tool_calls` / `tool_call_id` where the message has them."""
+        text = self.content if isinstance(self.content, str) or self.content is None else "".join(
+            p.text for p in self.content)
+        message = {"role": "system" if self.role == "developer" else self.role, "content": text}
+        if self.tool_calls:
+            message["tool_calls"] = [c.model_dump() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 class StreamOptions(_Strict):
@@ -109,22 +128,11 @@ class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Optional[int] = Field(default=None, ge=1)
     logprobs: Optional[bool] = None
-    response_format: Optional[dict[str, Any]] = None
+    top_logprobs: Optional[int] = Field(default=None, ge=0, le=20)
+    response_format: Optional[ResponseFormat] = None
+    tools: Optional[list[Tool]] = None
+    tool_choice: Optional[ToolChoice] = None
     parallel_tool_calls: Optional[bool] = None
-
-    @field_validator("logprobs")
-    @classmethod
-    def _no_logprobs(cls, value: Optional[bool]) -> Optional[bool]:
-        if value:
-            raise ValueError("logprobs are not supported")
-        return value
-
-    @field_validator("response_format")
-    @classmethod
-    def _text_only(cls, value):
-        if value is not None and value != {"type": "text"}:
-            raise ValueError("only response_format {'type': 'text'} is supported")
-        return value
 
     @property
     def token_limit(self) -> Optional[int]:
@@ -141,7 +149,7 @@ class CompletionRequest(_Sampling):
     echo: Optional[bool] = None
     suffix: Optional[str] = None
     best_of: Optional[int] = None
-    logprobs: Optional[int] = None
+    logprobs: Optional[int] = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _supported(self) -> "CompletionRequest":
@@ -158,8 +166,6 @@ class CompletionRequest(_Sampling):
             raise ValueError("suffix is not supported")
         if self.best_of not in (None, 1):
             raise ValueError("only best_of=1 is supported")
-        if self.logprobs:
-            raise ValueError("logprobs are not supported")
         return self
 
     @property
