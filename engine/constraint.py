@@ -66,6 +66,10 @@ class Constraint:
     def regex(cls, pattern: str) -> "Constraint":
         return cls("regex", pattern)
 
+    def schema(self) -> dict:
+        """The JSON schema of a json_schema constraint (as applied: strict objects closed)."""
+        return json.loads(self.source)
+
     def grammar(self) -> str:
         """The llguidance grammar text."""
         import llguidance
