@@ -23,9 +23,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .constraint import JSON_OPTIONS, Constraint
+from .constraint import JSON_OPTIONS, Constraint, closed_objects
 
 FORMATS = ("hermes", "llama3", "mistral")
+MAX_PARALLEL_CALLS = 8
+"""Most calls a forced turn may hold: a weak model left free to go on could fill the token limit."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def hermes_block(name: str, arguments: Any) -> str:
 
 # -- forcing a call ----------------------------------------------------------------------------------
 def call_constraint(fmt: str, tools: list[dict], parallel: bool, special: dict[str, int]) -> Constraint:
-    """A grammar that admits only calls of `tools` in format `fmt`, arguments valid for their schemas.
+    """A grammar that admits only calls of `tools` in format `fmt`, arguments valid for their schemas
+    (objects that do not say otherwise take only their listed properties), at most MAX_PARALLEL_CALLS.
 
     `special`: marker text -> token id where the marker is one special token in the vocabulary (the
     model then writes it as that token, as in training).
@@ -155,14 +158,18 @@ def call_constraint(fmt: str, tools: list[dict], parallel: bool, special: dict[s
         array = {"type": "array", "items": one, "minItems": 1, "x-guidance": JSON_OPTIONS}
         if not parallel:
             array["maxItems"] = 1
+        else:
+            array["maxItems"] = MAX_PARALLEL_CALLS
         return Constraint.lark(f"start: {_marker('[TOOL_CALLS]', special)} %json {json.dumps(array)}")
     call = f'call: {_marker("<tool_call>", special)} "\\n" %json {json.dumps(one)} "\\n" {_marker("</tool_call>", special)}'
-    return Constraint.lark(("start: call (\"\\n\" call)*\n" if parallel else "start: call\n") + call)
+    more = f' ("\\n" call){{0,{MAX_PARALLEL_CALLS - 1}}}' if parallel else ""
+    return Constraint.lark(f"start: call{more}\n{call}")
 
 
 def _call_schema(tool: dict, key: str) -> dict:
     function = tool.get("function", tool)
-    params = function.get("parameters") or {"type": "object", "properties": {}}
+    # Only the listed arguments, as OpenAI's strict mode: left open, a weak model invents more forever.
+    params = closed_objects(function.get("parameters") or {"type": "object", "properties": {}})
     return {"type": "object", "properties": {"name": {"const": function["name"]}, key: params},
             "required": ["name", key], "additionalProperties": False}
 
