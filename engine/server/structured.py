@@ -55,6 +55,8 @@ def _response_format(body: ChatCompletionRequest) -> Optional[Constraint]:
     if fmt.type == "json_object":
         return Constraint.json_object()
     try:
-        return Constraint.json_schema(fmt.json_schema.schema_, strict=bool(fmt.json_schema.strict))
+        # Objects closed even when not strict: the reply still validates against the schema as given,
+        # and a weak model left free to add properties can fill the token limit with them.
+        return Constraint.json_schema(fmt.json_schema.schema_, strict=True)
     except InvalidRequestError as e:
         raise bad_request(str(e), "invalid_json_schema") from None
