@@ -279,7 +279,7 @@ class CallStream:
                 return out, []
             self._mode = "calls"
             out, self._buf = self._buf[:at], self._buf[at:]
-            return out + self._hermes()[0], self._hermes_calls()
+            return out, self._hermes_calls()
         return "", self._hermes_calls()
 
     def _hermes_calls(self) -> list[ToolCall]:

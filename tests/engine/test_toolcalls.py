@@ -1,0 +1,87 @@
+"""Reading tool calls back out of replies in each family's format, whole and streamed in pieces of
+any size, and the grammar that forces a call."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.toolcalls import CallStream, call_constraint, detect_format, parse
+
+HERMES = ('Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+          '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>')
+LLAMA = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+MISTRAL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
+TWO = [("get_weather", {"city": "Paris"}), ("get_time", {})]
+
+
+def _calls(calls):
+    return [(c.name, json.loads(c.arguments)) for c in calls]
+
+
+@pytest.mark.parametrize("fmt, text, content, calls", [
+    ("hermes", HERMES, "Let me look.", TWO),
+    ("llama3", LLAMA, "", TWO[:1]),
+    ("llama3", "<|python_tag|>" + LLAMA, "", TWO[:1]),
+    ("mistral", MISTRAL, "", TWO),
+    ("mistral", MISTRAL.removeprefix("[TOOL_CALLS]"), "", TWO),  # the marker is a special token, dropped from text
+    ("hermes", "Just text, no <tool_ call.", "Just text, no <tool_ call.", []),
+    ("llama3", "{broken json", "{broken json", []),
+    ("mistral", "[1, 2]", "[1, 2]", []),
+    ("hermes", '<tool_call>\n{"arguments": {"a": 1}, "name": "f"}\n</tool_call>', "", [("f", {"a": 1})]),
+])
+def test_parse_whole_reply(fmt, text, content, calls):
+    got_content, got = parse(fmt, text)
+    assert got_content == content and _calls(got) == calls
+    assert all(len(c.id) == 9 and c.id.isalnum() for c in got)
+
+
+@pytest.mark.parametrize("fmt, text", [("hermes", HERMES), ("llama3", LLAMA), ("mistral", MISTRAL),
+                                       ("hermes", "plain <b>text</b> with <tool"), ("llama3", "Hello, world")])
+@pytest.mark.parametrize("step", [1, 2, 5, 1000])
+def test_streamed_in_any_pieces_gives_the_same_as_whole(fmt, text, step):
+    stream = CallStream(fmt)
+    content, calls = "", []
+    for i in range(0, len(text), step):
+        piece, new = stream.feed(text[i:i + step])
+        content, calls = content + piece, calls + new
+    piece, new = stream.finish()
+    content, calls = content + piece, calls + new
+    whole_content, whole_calls = parse(fmt, text)
+    assert _calls(calls) == _calls(whole_calls)
+    assert content.strip() == whole_content.strip()
+
+
+def test_hermes_calls_stream_as_each_block_closes():
+    stream = CallStream("hermes")
+    first_block_end = HERMES.index("</tool_call>") + len("</tool_call>")
+    _, calls = stream.feed(HERMES[:first_block_end])
+    assert _calls(calls) == TWO[:1]
+    _, calls = stream.feed(HERMES[first_block_end:])
+    assert _calls(calls) == TWO[1:]
+
+
+def test_unclosed_hermes_block_at_the_end_is_still_read():
+    stream = CallStream("hermes")
+    stream.feed('<tool_call>\n{"name": "f", "arguments": {"x": 1}}')
+    assert _calls(stream.finish()[1]) == [("f", {"x": 1})]
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("{% for tool in tools %}<tool_call>{% endfor %}", ("hermes", True)),
+    ("{{ '[TOOL_CALLS]' }}{{ tools }}", ("mistral", True)),
+    ("{{ tools }} Environment: ipython {\"name\": ..., \"parameters\": ...}", ("llama3", True)),
+    ("{% for m in messages %}{{ m.content }}{% endfor %}", ("hermes", False)),
+    (None, ("hermes", False)),
+])
+def test_format_is_picked_by_the_template(template, expected):
+    assert detect_format(template) == expected
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "llama3", "mistral"])
+def test_forced_call_grammar_names_every_tool(fmt):
+    tools = [{"type": "function", "function": {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}},
+             {"type": "function", "function": {"name": "b"}}]
+    source = call_constraint(fmt, tools, parallel=True, special={}).source
+    assert '"const": "a"' in source and '"const": "b"' in source and '"additionalProperties": false' in source
