@@ -1,0 +1,69 @@
+"""The structured-output figures of `python -m engine serve --bench`: what the grammar's per-token
+mask costs, and how soon a tool call arrives.
+
+- `json_schema_vs_free_{1,8}`: aggregate tok/s of streamed replies under a JSON schema ÷ the same
+  number of free-text replies, with 1 and 8 clients at once. The schema cannot be completed within
+  the token budget, so both kinds generate exactly the same number of tokens and the ratio is the
+  mask's cost alone (target ≥ 0.9). Each kind runs twice, interleaved, and keeps its best run.
+- `tool_call_ttft_ms`: time from the request to the first `delta.tool_calls` chunk of a streamed
+  reply with tool_choice "required" (prompt with the tools, the whole first call generated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import httpx
+
+TOKENS = 48
+TRIALS = 3
+LONG_SCHEMA = {
+    "type": "object",
+    "properties": {"notes": {"type": "array", "items": {"type": "string"}, "minItems": 1000}},
+    "required": ["notes"],
+}
+SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "notes", "strict": True, "schema": LONG_SCHEMA}}
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 24},
+                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city", "unit"]}}}
+
+
+async def _run(client: httpx.AsyncClient, clients: int, extra: dict, stream) -> float:
+    body = {"temperature": 0, "max_tokens": TOKENS, "ignore_eos": True, **extra}
+    started = time.perf_counter()
+    results = await asyncio.gather(*(
+        stream(client, {**body, "messages": [{"role": "user", "content": f"Take notes on topic {i}."}],
+                        "session_id": f"structured-{i}"}) for i in range(clients)))
+    elapsed = time.perf_counter() - started
+    for i in range(clients):
+        await client.delete(f"/sessions/structured-{i}")
+    return sum(tokens for _, tokens in results) / elapsed
+
+
+async def measure(url: str, stream) -> dict:
+    """`stream(client, body) -> (seconds to first token, tokens)` is the server bench's own client."""
+    figures: dict = {}
+    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+        await _run(client, 1, {"response_format": SCHEMA_FORMAT}, stream)  # first use builds the vocabulary
+        for clients in (1, 8):
+            free, constrained = [], []
+            for _ in range(2):
+                free.append(await _run(client, clients, {}, stream))
+                constrained.append(await _run(client, clients, {"response_format": SCHEMA_FORMAT}, stream))
+            figures[f"free_tok_s_{clients}"] = round(max(free), 2)
+            figures[f"json_schema_tok_s_{clients}"] = round(max(constrained), 2)
+            figures[f"json_schema_vs_free_{clients}"] = round(max(constrained) / max(free), 3)
+        firsts = []
+        for trial in range(TRIALS):
+            body = {"messages": [{"role": "user", "content": f"What is the weather in city {trial}?"}],
+                    "tools": [WEATHER], "tool_choice": "required", "temperature": 0, "max_tokens": 96,
+                    "session_id": f"tool-{trial}"}
+            first, _ = await stream(client, body)
+            await client.delete(f"/sessions/tool-{trial}")
+            firsts.append(first)
+        figures["tool_call_ttft_ms"] = round(statistics.median(firsts) * 1000, 2)
+    return figures
