@@ -5,8 +5,9 @@ mask costs, and how soon a tool call arrives.
   number of free-text replies, with 1 and 8 clients at once. The schema cannot be completed within
   the token budget, so both kinds generate exactly the same number of tokens and the ratio is the
   mask's cost alone (target ≥ 0.9). Each kind runs twice, interleaved, and keeps its best run.
-- `tool_call_ttft_ms`: time from the request to the first `delta.tool_calls` chunk of a streamed
-  reply with tool_choice "required" (prompt with the tools, the whole first call generated).
+- `tool_call_ttft_ms`: time from the request to the first `delta.tool_calls` chunk (the call's id and
+  name) of a streamed reply with tool_choice "required", on a new session: the prompt with the tools
+  is prefilled, then the call's opening up to its name is generated.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
-from ..toolcalls import CallStream, ToolCall
+from ..toolcalls import ToolCall, parse
+from ..toolstream import CallDelta, CallStream
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .logprob_json import Tokens, chat_logprobs, completion_logprobs
@@ -72,13 +73,13 @@ class Shape:
         return {**body, "choices": [choice], "usage": result.usage.as_json()}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
-              with_usage: bool = False, logprobs: tuple = (), call: Optional[tuple[int, ToolCall]] = None) -> dict:
+              with_usage: bool = False, logprobs: tuple = (), call: Optional[CallDelta] = None) -> dict:
         lp = self._logprobs(logprobs) if logprobs else None
         if self.kind == "chat":
             delta: dict = {"role": "assistant", "content": text or ""} if first else (
                 {"content": text} if text else {})
             if call is not None:
-                delta["tool_calls"] = [{"index": call[0], **call_json(call[1])}]
+                delta["tool_calls"] = [delta_json(call)]
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("chat.completion.chunk")
         else:
@@ -105,43 +106,63 @@ def call_json(call: ToolCall) -> dict:
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
+def delta_json(delta: CallDelta) -> dict:
+    """A call's first piece carries its id, type and name; later pieces only more arguments."""
+    if delta.id is None:
+        return {"index": delta.index, "function": {"arguments": delta.arguments}}
+    return {"index": delta.index, "id": delta.id, "type": "function",
+            "function": {"name": delta.name, "arguments": delta.arguments}}
+
+
 class _Calls:
-    """Content and tool calls of a reply as it streams (plain text when no tools are in play)."""
+    """Content and tool-call pieces of a reply as it streams (plain text when no tools are in play)."""
 
     def __init__(self, shape: Shape) -> None:
         self._stream = CallStream(shape.tool_format) if shape.tool_format else None
         self._parallel = shape.parallel
         self.sent = 0
 
-    def feed(self, piece: Piece) -> tuple[str, list[ToolCall]]:
+    def feed(self, piece: Piece) -> tuple[str, list[CallDelta]]:
         if self._stream is None:
             return piece.text, []
-        text, calls = self._stream.feed(piece.text)
+        text, deltas = self._stream.feed(piece.text)
         if piece.finish_reason is not None:
             rest, more = self._stream.finish()
-            text, calls = text + rest, calls + more
+            text, deltas = text + rest, deltas + more
         if not self._parallel:  # parallel_tool_calls: false keeps the first call only
-            calls = calls[: max(0, 1 - self.sent)]
-        self.sent += len(calls)
-        return text, calls
+            deltas = [d for d in deltas if d.index == 0]
+        self.sent = max([self.sent] + [d.index + 1 for d in deltas])
+        return text, _merged(deltas)
 
     def reason(self, piece: Piece) -> str:
         return "tool_calls" if self.sent else piece.finish_reason
 
 
+def _merged(deltas: list[CallDelta]) -> list[CallDelta]:
+    """Consecutive pieces of one call in one chunk."""
+    out: list[CallDelta] = []
+    for d in deltas:
+        if out and out[-1].index == d.index:
+            last = out.pop()
+            d = CallDelta(d.index, last.arguments + d.arguments, last.id, last.name)
+        out.append(d)
+    return out
+
+
 async def collect(reply: Reply, shape: Shape) -> Result:
-    """The whole reply (non-streamed requests)."""
+    """The whole reply (non-streamed requests): its calls are read once it is complete."""
     parts: list[str] = []
-    calls: list[ToolCall] = []
     logprobs: list = []
-    splitter = _Calls(shape)
     async for piece in reply.pieces():
-        text, new = splitter.feed(piece)
-        parts.append(text)
-        calls += new
+        parts.append(piece.text)
         logprobs += piece.logprobs
         if piece.finish_reason is not None:
-            return Result("".join(parts), splitter.reason(piece), piece.usage, calls, logprobs)
+            text, calls = "".join(parts), []
+            if shape.tool_format:
+                text, calls = parse(shape.tool_format, text)
+                calls = calls if shape.parallel else calls[:1]
+            reason = "tool_calls" if calls else piece.finish_reason
+            return Result(text, reason, piece.usage, calls, logprobs)
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 
 
@@ -158,8 +179,8 @@ async def events(reply: Reply, shape: Shape, include_usage: bool) -> AsyncIterat
             text, calls = splitter.feed(piece)
             if text or (piece.logprobs and shape.tokens is not None):
                 yield sse(shape.chunk(text, with_usage=include_usage, logprobs=piece.logprobs))
-            for i, call in enumerate(calls, start=splitter.sent - len(calls)):
-                yield sse(shape.chunk(None, with_usage=include_usage, call=(i, call)))
+            for call in calls:
+                yield sse(shape.chunk(None, with_usage=include_usage, call=call))
             if piece.finish_reason is not None:
                 yield sse(shape.chunk(None, splitter.reason(piece), with_usage=include_usage))
         if include_usage and last is not None and last.usage is not None:

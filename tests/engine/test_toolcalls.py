@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from engine.toolcalls import CallStream, call_constraint, detect_format, parse
+from engine.toolcalls import call_constraint, detect_format, parse
+from engine.toolstream import CallStream
 
 HERMES = ('Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
           '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>')
@@ -40,32 +41,48 @@ def test_parse_whole_reply(fmt, text, content, calls):
 @pytest.mark.parametrize("fmt, text", [("hermes", HERMES), ("llama3", LLAMA), ("mistral", MISTRAL),
                                        ("hermes", "plain <b>text</b> with <tool"), ("llama3", "Hello, world")])
 @pytest.mark.parametrize("step", [1, 2, 5, 1000])
-def test_streamed_in_any_pieces_gives_the_same_as_whole(fmt, text, step):
+def _stream(fmt, text, step):
+    """(content, [(name, arguments)], ids) of `text` fed in pieces of `step` characters."""
     stream = CallStream(fmt)
-    content, calls = "", []
+    content, deltas = "", []
     for i in range(0, len(text), step):
         piece, new = stream.feed(text[i:i + step])
-        content, calls = content + piece, calls + new
+        content, deltas = content + piece, deltas + new
     piece, new = stream.finish()
-    content, calls = content + piece, calls + new
+    calls: dict[int, list] = {}
+    for d in deltas + new:
+        if d.id is not None:
+            assert d.index not in calls and d.name  # id and name once, on a call's first piece
+            calls[d.index] = [d.name, "", d.id]
+        calls[d.index][1] += d.arguments
+    assert list(calls) == list(range(len(calls)))
+    return content + piece, [(n, json.loads(a)) for n, a, _ in calls.values()], [i for _, _, i in calls.values()]
+
+
+@pytest.mark.parametrize("fmt, text", [("hermes", HERMES), ("llama3", LLAMA), ("mistral", MISTRAL),
+                                       ("mistral", MISTRAL.removeprefix("[TOOL_CALLS]")),
+                                       ("hermes", '<tool_call>\n{"arguments": {"a": [1, "}"]}, "name": "f"}\n</tool_call>'),
+                                       ("hermes", "plain <b>text</b> with <tool"), ("llama3", "Hello, world"),
+                                       ("llama3", "{broken json"), ("mistral", "[1, 2]")])
+@pytest.mark.parametrize("step", [1, 2, 5, 1000])
+def test_streamed_in_any_pieces_gives_the_same_as_whole(fmt, text, step):
+    content, calls, ids = _stream(fmt, text, step)
     whole_content, whole_calls = parse(fmt, text)
-    assert _calls(calls) == _calls(whole_calls)
+    assert calls == _calls(whole_calls)
     assert content.strip() == whole_content.strip()
+    assert all(len(i) == 9 for i in ids)
 
 
-def test_hermes_calls_stream_as_each_block_closes():
+def test_a_call_starts_streaming_as_soon_as_its_name_is_written():
     stream = CallStream("hermes")
-    first_block_end = HERMES.index("</tool_call>") + len("</tool_call>")
-    _, calls = stream.feed(HERMES[:first_block_end])
-    assert _calls(calls) == TWO[:1]
-    _, calls = stream.feed(HERMES[first_block_end:])
-    assert _calls(calls) == TWO[1:]
+    _, deltas = stream.feed('Sure.\n<tool_call>\n{"name": "get_weather", "arguments": {"ci')
+    assert [(d.index, d.name, d.arguments) for d in deltas] == [(0, "get_weather", ""), (0, None, '{"ci')]
+    _, deltas = stream.feed('ty": "Paris"}}\n</tool_call>')
+    assert "".join(d.arguments for d in deltas) == 'ty": "Paris"}'
 
 
 def test_unclosed_hermes_block_at_the_end_is_still_read():
-    stream = CallStream("hermes")
-    stream.feed('<tool_call>\n{"name": "f", "arguments": {"x": 1}}')
-    assert _calls(stream.finish()[1]) == [("f", {"x": 1})]
+    assert _stream("hermes", '<tool_call>\n{"name": "f", "arguments": {"x": 1}}', 3)[1] == [("f", {"x": 1})]
 
 
 @pytest.mark.parametrize("template, expected", [
