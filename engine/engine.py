@@ -158,6 +158,9 @@ class Engine:
     def tool_constraint(self, tools: list[dict], parallel: bool = True) -> Constraint:
         """A constraint that admits only calls of `tools` (OpenAI-shaped) in this model's format, with
         arguments valid for each function's schema: `tool_choice` "required" or a named function."""
+        toolcalls.check_tools(tools)
+        if not tools:
+            raise InvalidRequestError("a tool constraint needs at least one tool")
         special = {t: i for t, i in self.tokenizer.get_vocab().items()
                    if t in ("<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
                    and t in self.tokenizer.all_special_tokens}

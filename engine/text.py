@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import InvalidRequestError, ModelLoadError
-from .toolcalls import detect_format, template_messages
+from .toolcalls import check_tools, detect_format, template_messages
 
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
 _TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>")
@@ -74,8 +74,8 @@ class TextCodec:
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
-        if tools is not None and not isinstance(tools, list):
-            raise InvalidRequestError(f"tools must be a list, not {type(tools).__name__}")
+        if tools is not None:
+            check_tools(tools)
         messages, tools = template_messages(messages, tools, self.tool_format, self._native_tools)
         try:
             return self.tokenizer.apply_chat_template(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .constraint import JSON_OPTIONS, Constraint, closed_objects
+from .errors import InvalidRequestError
 
 FORMATS = ("hermes", "llama3", "mistral")
 MAX_PARALLEL_CALLS = 8
@@ -37,6 +38,17 @@ class ToolCall:
     name: str
     arguments: str
     id: str = ""
+
+
+def check_tools(tools: object) -> None:
+    """InvalidRequestError unless `tools` is a list of OpenAI function tools (each with a name)."""
+    ok = isinstance(tools, list) and all(
+        isinstance(t, dict) and isinstance(t.get("function", t), dict)
+        and isinstance(t.get("function", t).get("name"), str)
+        and isinstance(t.get("function", t).get("parameters") or {}, dict) for t in tools)
+    if not ok:
+        raise InvalidRequestError("tools must be a list of {'type': 'function', 'function': {'name': ..., "
+                                  "'parameters': {...}}}")
 
 
 def new_call_id() -> str:
@@ -203,7 +215,7 @@ def parse(fmt: str, text: str) -> tuple[str, list[ToolCall]]:
             items = json.loads(body)
         except ValueError:
             return text, []
-        calls = [_from_obj(i, "arguments") for i in items] if isinstance(items, list) else [None]
+        calls = [call_from_object(i, "arguments") for i in items] if isinstance(items, list) else [None]
         return ("", calls) if calls and all(calls) else (text, [])
     if fmt == "llama3" and body.startswith("{"):
         call = _one_call(body, "parameters")
@@ -216,10 +228,10 @@ def _one_call(text: str, key: str) -> Optional[ToolCall]:
         obj = json.loads(text)
     except ValueError:
         return None
-    return _from_obj(obj, key)
+    return call_from_object(obj, key)
 
 
-def _from_obj(obj: Any, key: str) -> Optional[ToolCall]:
+def call_from_object(obj: Any, key: str) -> Optional[ToolCall]:
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         return None
     args = obj.get(key, obj.get("arguments", obj.get("parameters", {})))

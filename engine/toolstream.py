@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .toolcalls import _from_obj, new_call_id, opener
+from .toolcalls import call_from_object, new_call_id, opener
 
 _HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*')
 _JUNK = {"hermes": "", "llama3": "};, \n\t\r", "mistral": "}],; \n\t\r"}
@@ -154,7 +154,7 @@ class CallStream:
             obj, end = json.JSONDecoder().raw_decode(text)
         except ValueError:
             return False
-        call = _from_obj(obj, "parameters" if self.fmt == "llama3" else "arguments")
+        call = call_from_object(obj, "parameters" if self.fmt == "llama3" else "arguments")
         if call is None:
             return False
         self._buf = text[end:]

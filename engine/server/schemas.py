@@ -1,7 +1,7 @@
 """Request bodies as pydantic models: what the OpenAI API sends, and nothing we would silently ignore.
 
 Fields are strict (a string is not a number) and unknown fields are refused (`extra="forbid"`): a
-parameter this server does not implement and that would change the result (tools, logit_bias,
+parameter this server does not implement and that would change the result (logit_bias,
 penalties, n > 1) must fail with 400, never be dropped. Fields that change nothing (user, metadata,
 store) are accepted and ignored.
 """

@@ -165,3 +165,24 @@ def test_logprobs_under_a_constraint_only_name_allowed_tokens(engine):
     first = next(c for c in chunks if c.logprobs).logprobs[0]
     texts = {engine.tokenizer.decode([t]) for t, _ in first.top}
     assert texts and all(("yes".startswith(t) or "no".startswith(t)) and t for t in texts)
+
+
+def test_forced_tool_call_in_process(engine):
+    """The engine's own API: tools rendered by Session.chat, a call forced by engine.tool_constraint,
+    read back with engine.toolcalls.parse."""
+    from engine.toolcalls import parse
+
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+                                         "b": {"type": "integer", "minimum": 0, "maximum": 9}},
+        "required": ["a", "b"]}}}]
+    with engine.open_session() as session:
+        params = SamplingParams(temperature=0, max_tokens=200, constraint=engine.tool_constraint(tools, parallel=False))
+        stream = session.chat([{"role": "user", "content": "Add 2 and 3."}], params, tools=tools)
+        text = stream.text()
+        content, calls = parse(engine.tool_format, text)
+        assert [c.name for c in calls] == ["add"] and content == ""
+        jsonschema.validate(json.loads(calls[0].arguments), tools[0]["function"]["parameters"])
+        with pytest.raises(InvalidRequestError, match="tools must be a list"):
+            session.chat(HI, tools=[{"type": "function"}])
+        assert not session.busy

@@ -102,3 +102,13 @@ def test_forced_call_grammar_names_every_tool(fmt):
              {"type": "function", "function": {"name": "b"}}]
     source = call_constraint(fmt, tools, parallel=True, special={}).source
     assert '"const": "a"' in source and '"const": "b"' in source and '"additionalProperties": false' in source
+
+
+@pytest.mark.parametrize("tools", ["get_weather", [{"type": "function"}], [{"function": {"name": 3}}],
+                                   [{"function": {"name": "f", "parameters": "x"}}]])
+def test_malformed_tools_are_refused_by_name(tools):
+    from engine.errors import InvalidRequestError
+    from engine.toolcalls import check_tools
+
+    with pytest.raises(InvalidRequestError, match="tools must be a list of"):
+        check_tools(tools)
