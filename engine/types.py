@@ -167,6 +167,8 @@ class GenerationStats:
     """Seconds from the request to its first sampled token."""
     decode_tok_s: float
     """Tokens per second after the first one."""
+    constraint_s: float = 0.0
+    """Seconds the constraint's grammar took on the engine thread (masks and advancing); 0 without one."""
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class Job:
     """The constraint's grammar state (engine.constraint.Guide), or None for free text."""
     logprobs: tuple = ()
     """Log probabilities of the token not yet delivered in a chunk."""
+    constraint_s: float = 0.0
 
 
 class Worker:
@@ -278,12 +279,16 @@ class Worker:
             job.out.put(Chunk("", (), prefill=(job.prefilled, job.prefilled + len(job.pending))))
             return
         if job.guide is not None:  # this session's own mask: batched rows each have theirs
+            began = time.perf_counter()
             logits = job.guide.mask(logits)
+            job.constraint_s += time.perf_counter() - began
         token = job.sampler(logits, slot.fed)
         if job.params.logprobs is not None:
             job.logprobs = (token_logprob(logits, slot.fed, job.params, token),)
         if job.guide is not None:
+            began = time.perf_counter()
             job.guide.advance(token)
+            job.constraint_s += time.perf_counter() - began
         job.generated.append(token)
         session._tokens = tuple(slot.fed) + (token,)
         if job.first_token_at is None:
@@ -335,6 +340,7 @@ class Worker:
             generated_tokens=len(job.generated),
             ttft_s=first - job.started,
             decode_tok_s=decode_tokens / (now - first) if decode_tokens and now > first else 0.0,
+            constraint_s=job.constraint_s,
         )
 
     @property

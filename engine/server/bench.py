@@ -90,8 +90,11 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     from . import bench_structured
 
     structured = asyncio.run(bench_structured.measure(server.url, _stream))
+    for clients in (1, 8):
+        structured[f"mask_share_{clients}"] = round(bench_structured.mask_share(engine, clients), 4)
     say(f"JSON schema / free tok/s: {structured['json_schema_vs_free_1']:.2f} (1 client), "
-        f"{structured['json_schema_vs_free_8']:.2f} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
+        f"{structured['json_schema_vs_free_8']:.2f} (8); grammar share of decode {structured['mask_share_1']:.2%} (1), "
+        f"{structured['mask_share_8']:.2%} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
     return {**structured,
         "model": engine.source, "backend": engine.backend, "device": engine.device, "dtype": engine.dtype,
         "clients": CLIENTS, "tokens_per_client": TOKENS,
@@ -243,6 +246,8 @@ def print_table(f: dict) -> None:
         ("warm speedup (cold / warm)", f"{f['warm_speedup']:.1f}x", "target >= 5x"),
         ("JSON-schema / free tok/s, 1 client", f"{f['json_schema_vs_free_1']:.2f}", "target >= 0.9"),
         ("JSON-schema / free tok/s, 8 clients", f"{f['json_schema_vs_free_8']:.2f}", "target >= 0.9"),
+        ("share of decode time in the grammar, in-process, 1 / 8 sessions",
+         f"{f['mask_share_1']:.2%} / {f['mask_share_8']:.2%}", "<= 10%"),
         ("time to a tool call's first chunk (ms)", f"{f['tool_call_ttft_ms']:.0f}", ""),
         ("process RSS, model loaded: server off / on (MiB)",
          f"{f['rss_server_off_mib']:.0f} / {f['rss_server_on_mib']:.0f}", ""),

@@ -5,6 +5,9 @@ mask costs, and how soon a tool call arrives.
   number of free-text replies, with 1 and 8 clients at once. The schema cannot be completed within
   the token budget, so both kinds generate exactly the same number of tokens and the ratio is the
   mask's cost alone (target ≥ 0.9). Each kind runs twice, interleaved, and keeps its best run.
+- `mask_share_{1,8}`: in-process, the share of the wall time of 1 or 8 constrained replies that the
+  engine thread spent in the grammar (mask and advance, `GenerationStats.constraint_s`): the cost
+  the ratios above measure, without the noise of a shared machine (1 - share is the ratio it implies).
 - `tool_call_ttft_ms`: time from the request to the first `delta.tool_calls` chunk (the call's id and
   name) of a streamed reply with tool_choice "required", on a new session: the prompt with the tools
   is prefilled, then the call's opening up to its name is generated.
@@ -14,9 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import threading
 import time
 
 import httpx
+
+from .. import Constraint, Engine, SamplingParams
 
 TOKENS = 48
 TRIALS = 3
@@ -43,6 +49,32 @@ async def _run(client: httpx.AsyncClient, clients: int, extra: dict, stream) -> 
     for i in range(clients):
         await client.delete(f"/sessions/structured-{i}")
     return sum(tokens for _, tokens in results) / elapsed
+
+
+def mask_share(engine: Engine, clients: int) -> float:
+    """Engine-thread seconds in the grammar ÷ wall seconds, for `clients` constrained replies at once."""
+    params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_stop=True,
+                            constraint=Constraint.json_schema(LONG_SCHEMA, strict=True))
+    sessions = [engine.open_session() for _ in range(clients)]
+    stats: list = [None] * clients
+    try:
+        started = time.perf_counter()
+        streams = [s.chat([{"role": "user", "content": f"Take notes on topic {i}."}], params)
+                   for i, s in enumerate(sessions)]
+
+        def drain(i: int) -> None:
+            stats[i] = list(streams[i])[-1].stats
+
+        threads = [threading.Thread(target=drain, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - started
+    finally:
+        for s in sessions:
+            s.close()
+    return sum(s.constraint_s for s in stats) / elapsed
 
 
 async def measure(url: str, stream) -> dict:

@@ -50,6 +50,7 @@ def test_json_schema_reply_validates_and_ends_with_the_grammar(engine, temperatu
             jsonschema.validate(json.loads(text), Constraint.json_schema(PERSON, strict=True).schema())
             assert chunks[-1].finish_reason == "stop"
             assert chunks[-1].stats.generated_tokens < 200
+            assert chunks[-1].stats.constraint_s > 0  # the grammar's own time is reported
 
 
 def test_strict_schema_refuses_extra_properties_but_loose_one_allows_them():
@@ -156,7 +157,7 @@ def test_logprobs_come_from_the_sampled_distribution(engine):
                 assert len(lp.top) == 2 and math.isclose(sum(math.exp(x) for _, x in lp.top), 1.0)
                 assert lp.token_id in (t for t, _ in lp.top)
         plain = _reply(session, SamplingParams(temperature=0, max_tokens=4))[1]
-        assert all(c.logprobs == () for c in plain)
+        assert all(c.logprobs == () for c in plain) and plain[-1].stats.constraint_s == 0
 
 
 def test_logprobs_under_a_constraint_only_name_allowed_tokens(engine):
