@@ -112,3 +112,21 @@ def test_malformed_tools_are_refused_by_name(tools):
 
     with pytest.raises(InvalidRequestError, match="tools must be a list of"):
         check_tools(tools)
+
+
+@pytest.mark.parametrize("fmt, marker, only", [("mistral", "[TOOL_CALLS]", True), ("hermes", "<tool_call>", True),
+                                               ("llama3", "<|python_tag|>", False)])
+def test_a_marker_that_is_one_special_token_is_written_as_that_token(bundled_folder, fmt, marker, only):
+    """Real Mistral / Llama 3 vocabularies hold their markers as single special tokens: the forced
+    grammar asks for that token (optional for Llama's python tag), not for its text spelled out."""
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from engine.constraint import Guides
+
+    tokenizer = AutoTokenizer.from_pretrained(bundled_folder)
+    special = tokenizer.convert_tokens_to_ids("<|im_start|>")  # stands in for the marker's token
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    guide = Guides(tokenizer, len(tokenizer)).start(call_constraint(fmt, tools, True, {marker: special}))
+    allowed = np.flatnonzero(np.isfinite(guide.mask(np.zeros(len(tokenizer), dtype=np.float32))))
+    assert special in allowed and (list(allowed) == [special]) == only
