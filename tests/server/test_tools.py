@@ -140,3 +140,21 @@ def test_tools_over_raw_http_as_curl_sends_them(serve, tool_engines):
     message = reply["choices"][0]["message"]
     assert reply["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None
     assert len(message["tool_calls"]) == 1  # Llama 3 templates take one call per turn
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stop_string_that_ends_the_call_block(serve, tool_engines, stream):
+    """stop works on the text as for any reply: here it removes the block's closing tag (and ends
+    the reply there); the call before it is still read, and usage is reported."""
+    server = serve(tool_engines["hermes"])
+    kw = {"tool_choice": "required", "stop": ["</tool_call>"], "temperature": 1.0, "seed": 4}
+    if not stream:
+        reply = _create(server, **kw)
+        assert reply.choices[0].finish_reason == "tool_calls" and len(reply.choices[0].message.tool_calls) == 1
+        _check_calls(reply.choices[0].message.tool_calls)
+        assert reply.usage.completion_tokens > 0
+        return
+    chunks = list(_create(server, stream=True, stream_options={"include_usage": True}, **kw))
+    starts = [d for c in chunks if c.choices for d in (c.choices[0].delta.tool_calls or []) if d.id]
+    assert len(starts) == 1 and chunks[-1].usage.completion_tokens > 0
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
