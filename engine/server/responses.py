@@ -135,7 +135,13 @@ class _Calls:
         return text, _merged(deltas)
 
     def reason(self, piece: Piece) -> str:
-        return "tool_calls" if self.sent else piece.finish_reason
+        return finish_reason(piece.finish_reason, self.sent > 0)
+
+
+def finish_reason(engine_reason: str, calls: bool) -> str:
+    """"length" whenever the token limit cut the reply (a call may be unfinished), else "tool_calls"
+    when it holds calls."""
+    return "tool_calls" if calls and engine_reason != "length" else engine_reason
 
 
 def _merged(deltas: list[CallDelta]) -> list[CallDelta]:
@@ -161,7 +167,7 @@ async def collect(reply: Reply, shape: Shape) -> Result:
             if shape.tool_format:
                 text, calls = parse(shape.tool_format, text)
                 calls = calls if shape.parallel else calls[:1]
-            reason = "tool_calls" if calls else piece.finish_reason
+            reason = finish_reason(piece.finish_reason, bool(calls))
             return Result(text, reason, piece.usage, calls, logprobs)
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 

@@ -158,3 +158,14 @@ def test_a_stop_string_that_ends_the_call_block(serve, tool_engines, stream):
     starts = [d for c in chunks if c.choices for d in (c.choices[0].delta.tool_calls or []) if d.id]
     assert len(starts) == 1 and chunks[-1].usage.completion_tokens > 0
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_call_cut_by_the_token_limit_says_length(serve, tool_engines, stream):
+    server = serve(tool_engines["hermes"])
+    kw = {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "max_tokens": 12}
+    if not stream:
+        assert _create(server, **kw).choices[0].finish_reason == "length"
+        return
+    chunks = list(_create(server, stream=True, **kw))
+    assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["length"]
