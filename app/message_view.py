@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QPlain
                                QVBoxLayout, QWidget)
 
 from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.message_attachments import MessageFiles
 from app.prefill_progress import PrefillProgress
 from app.store import Message
 
@@ -49,11 +50,13 @@ class Shown:
     """Tokens of the reply's last run: the limit it stopped at when `finish_reason` is "length"."""
     version: int = 1
     versions: int = 1
+    attachments: tuple = ()
+    """The message's attached files (`Attachment` records)."""
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
-                   m.stats.completion_tokens if m.stats else None, m.version, m.versions)
+                   m.stats.completion_tokens if m.stats else None, m.version, m.versions, m.attachments)
 
     @property
     def cut_by_limit(self) -> bool:
@@ -143,6 +146,8 @@ class MessageView(QFrame):
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(2)
         box.addLayout(self.header)
+        self.files = MessageFiles()
+        box.addWidget(self.files)
         self.progress = PrefillProgress()
         box.addWidget(self.progress)
         box.addWidget(self.body)
@@ -252,6 +257,9 @@ class MessageView(QFrame):
         self.model_label.setText(model)
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
+        self.files.show_files(shown.attachments)
+        if shown.role == "user" and self.editor is None:
+            self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")
         self.version_label.setToolTip(f"Version {shown.version} of {shown.versions}")
         self._update_buttons()

@@ -24,6 +24,7 @@ from .engine import Engine
 from .errors import ContextOverflowError, EngineError
 from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
+from .native import LlamaLibrary, llama_library
 from .models.hub import Hit as SearchHit
 from .models.hub import Option as ModelOption
 from .models.hub import curated as curated_models
@@ -57,6 +58,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "GenerationStats",
+    "LlamaLibrary",
     "MemoryEstimate",
     "SamplingParams",
     "Session",
@@ -64,6 +66,7 @@ __all__ = [
     "TokenLogprob",
     "curated_models",
     "estimate_memory",
+    "llama_library",
     "repo_options",
     "search_models",
 ]

@@ -175,12 +175,13 @@ class Session:
         does not break the match.
         """
         codec = self._engine._codec
-        text = codec.render(messages, continue_final=continue_final, tools=tools)
+        rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools)
+        text = rendered.text
         key_text, key_tokens = self._chat_key
         if key_text and text.startswith(key_text) and key_tokens == self._tokens:
-            prompt = list(key_tokens) + codec.encode(text[len(key_text):])
+            prompt = list(key_tokens) + codec.encode_chat(rendered, len(key_text))
         else:
-            prompt = codec.encode(text)
+            prompt = codec.encode_chat(rendered)
         return self._start(prompt, params, chat_text=text)
 
     def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:

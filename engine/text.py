@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -21,8 +24,40 @@ ROLES = ("system", "user", "assistant", "tool")
 """Message roles chat templates understand."""
 
 
+def clean(text: str) -> str:
+    """`text` with lone surrogates (valid in JSON and Python strings, not in UTF-8) as U+FFFD, as
+    the store writes them; the tokenizer cannot encode them. Surrogate pairs are joined."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered conversation and where in it the messages' own content lies."""
+
+    text: str
+    content: Optional[tuple[tuple[int, int], ...]]
+    """(start, end) character spans of message content; None when the template changed the content
+    in a way that could not be traced (then the text is encoded as a whole)."""
+
+
 class TextCodec:
-    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model."""
+    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model.
+
+    `encode` is safe from any thread (the engine thread, a server's threads, the app's file readers
+    counting tokens): it holds `_lock`. A Hugging Face fast tokenizer's call is not purely a read:
+    transformers first sets the Rust tokenizer's truncation and padding to what the call asks for,
+    and older tokenizers releases failed such a change made while another thread encoded ("Already
+    borrowed"). With tokenizers 0.23 a truncating call during another thread's long encode raised
+    nothing, but `Engine.tokenizer` is public and a backend may bring its own tokenizer, so the
+    lock keeps the promise whatever the library. Encoding goes through transformers' call, whose
+    batch encode releases the GIL, so other Python threads (the GUI's) go on meanwhile; the Rust
+    tokenizer's single `encode` holds the GIL throughout (counting 500k characters stalled every
+    other thread for 0.45-0.8 s on a 2-core machine).
+    """
 
     def __init__(self, folder: Path) -> None:
         from transformers import AutoTokenizer
@@ -37,6 +72,7 @@ class TextCodec:
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
         self.tool_format, self._native_tools = detect_format(self.chat_template)
+        self._lock = threading.Lock()
 
     def _stop_ids(self, folder: Path) -> set[int]:
         ids: set[int] = set()
@@ -61,6 +97,13 @@ class TextCodec:
 
         `tools` (OpenAI's function tools) and messages with `tool_calls` or role "tool" are rendered
         by the template where it knows tools, else the Hermes way (engine.toolcalls)."""
+        return self.render_traced(messages, continue_final, tools).text
+
+    def render_traced(self, messages: list[dict], continue_final: bool = False,
+                      tools: Optional[list[dict]] = None) -> Rendered:
+        """`render`, and where each message's content landed in the text (so `encode_chat` can
+        tokenize content as text while the template's own markers stay control tokens). A tool
+        result is content like any other; an assistant message's calls are not traced."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
@@ -76,6 +119,23 @@ class TextCodec:
                                       f"{messages[-1]['role']!r}")
         if tools is not None:
             check_tools(tools)
+        messages = [m if m["content"] is None else {**m, "content": clean(m["content"])} for m in messages]
+        text = self._apply(messages, continue_final, tools)
+        # The same template over placeholders shows which characters are content: the text between
+        # placeholders is the template's. Placeholders are random so no content can contain one.
+        # They go in before the tool shaping (engine.toolcalls), so a tool result the Hermes way
+        # traces as its own content inside the <tool_response> markers. Empty content (a call's
+        # is often null) is left as it is: it holds nothing to protect, and templates test it.
+        nonce = uuid.uuid4().hex
+        texts = [i for i, m in enumerate(messages) if m["content"]]
+        marks = [f"@{nonce}:{i}@" for i in texts]
+        placed = list(messages)
+        for i, mark in zip(texts, marks):
+            placed[i] = {**messages[i], "content": mark}
+        traced = self._apply(placed, continue_final, tools)
+        return Rendered(text, _trace(traced, marks, [messages[i]["content"] for i in texts], text))
+
+    def _apply(self, messages: list[dict], continue_final: bool, tools: Optional[list[dict]]) -> str:
         messages, tools = template_messages(messages, tools, self.tool_format, self._native_tools)
         try:
             return self.tokenizer.apply_chat_template(
@@ -85,14 +145,91 @@ class TextCodec:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`; special-token text maps to its ids, nothing is added."""
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        """Token ids of `text`; special-token text maps to its ids, nothing is added. Any thread."""
+        with self._lock:
+            return list(self.tokenizer(clean(text), add_special_tokens=False).input_ids)
+
+    def encode_chat(self, rendered: Rendered, start: int = 0) -> list[int]:
+        """Token ids of `rendered.text[start:]` where a control token typed inside message content is
+        tokenized as the text it is (a message cannot forge a turn); the template's markers stay
+        control tokens.
+
+        The text is tokenized whole first: when no control token falls inside content (nearly
+        always) those are the ids, exactly as before. Otherwise template and content pieces are
+        tokenized apart, content with `split_special_tokens`."""
+        with self._lock:
+            return self._encode_chat(rendered.text[start:], start, rendered)
+
+    def _encode_chat(self, text: str, start: int, rendered: Rendered) -> list[int]:
+        spans = [(max(a - start, 0), b - start) for a, b in (rendered.content or ()) if b > start]
+        whole = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        special = self._special_ids
+        if not any(i in special and _inside(span, spans) for i, span in zip(whole.input_ids, whole.offset_mapping)):
+            return list(whole.input_ids)
+        ids: list[int] = []
+        at = 0
+        for a, b in spans:
+            if a > at:
+                ids += self.tokenizer(text[at:a], add_special_tokens=False).input_ids
+            ids += self.tokenizer(text[a:b], add_special_tokens=False, split_special_tokens=True).input_ids
+            at = b
+        if at < len(text):
+            ids += self.tokenizer(text[at:], add_special_tokens=False).input_ids
+        return ids
+
+    @property
+    def _special_ids(self) -> frozenset[int]:
+        ids = getattr(self, "_special_cache", None)
+        if ids is None:
+            decoder = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+            ids = frozenset(self.tokenizer.all_special_ids) | frozenset(
+                i for i, t in decoder.items() if getattr(t, "special", False))
+            self._special_cache = ids
+        return ids
 
     def decode(self, ids: list[int], keep_special: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
 
     def stream_decoder(self) -> "StreamDecoder":
         return StreamDecoder(self.tokenizer.backend_tokenizer)
+
+
+_SHAPES = (lambda c: c, str.strip, lambda c: json.dumps(c, ensure_ascii=False)[1:-1])
+"""How templates write content: as it is, trimmed, or as a JSON string's inside (`tojson`, as
+Hermes-style templates write a tool result)."""
+
+
+def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:
+    """Content spans in `text`, found by putting each content where its placeholder is in `traced`,
+    in the first of `_SHAPES` that the template text after it follows; None unless that rebuilds
+    `text` exactly (a template that rewrites content another way: the text is then encoded whole)."""
+    pieces, order, at = [], [], 0  # template text between placeholders, and which placeholder
+    while True:
+        found = [(pos, i) for pos, i in ((traced.find(m, at), i) for i, m in enumerate(marks)) if pos >= 0]
+        if not found:
+            break
+        pos, i = min(found)
+        pieces.append(traced[at:pos])
+        order.append(i)
+        at = pos + len(marks[i])
+    pieces.append(traced[at:])
+    spans, at = [], 0
+    for k, i in enumerate(order):
+        if not text.startswith(pieces[k], at):
+            return None
+        at += len(pieces[k])
+        shaped = [c for c in (shape(contents[i]) for shape in _SHAPES)
+                  if text.startswith(c, at) and text.startswith(pieces[k + 1], at + len(c))]
+        if not shaped:
+            return None
+        spans.append((at, at + len(shaped[0])))
+        at += len(shaped[0])
+    return tuple(spans) if text[at:] == pieces[-1] else None
+
+
+def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    a, b = span
+    return any(s <= a and b <= e and a < b for s, e in spans)
 
 
 class StreamDecoder:

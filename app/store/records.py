@@ -126,9 +126,11 @@ class Message:
     """1-based index among its versions (siblings), in creation order."""
     versions: int = 1
     """How many versions this message has (1: never regenerated or edited)."""
+    attachments: tuple = ()
+    """Files attached to this message (`Attachment` records, without their bytes), in order."""
 
     @classmethod
-    def from_row(cls, row: dict, version: int = 1, versions: int = 1) -> "Message":
+    def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = ()) -> "Message":
         stats = ReplyStats(row["ttft_s"], row["tok_s"], row["prompt_tokens"], row["completion_tokens"])
         ids = row["token_ids"]
         return cls(id=row["id"], conversation_id=row["conversation_id"], position=row["position"],
@@ -137,7 +139,8 @@ class Message:
                    stats=stats if stats != ReplyStats() else None,
                    created_at=row["created_at"], updated_at=row["updated_at"],
                    parent_id=row.get("parent_id"), model=row.get("model"),
-                   finish_reason=row.get("finish_reason"), version=version, versions=versions)
+                   finish_reason=row.get("finish_reason"), version=version, versions=versions,
+                   attachments=attachments)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,11 @@ def build(version: int, path: Path) -> None:
             "id": 1, "conversation_id": 1, "model_fingerprint": "m-abc", "template_fingerprint": "t-def",
             "token_count": 16, "prefix_hash": "p-123", "path": "c1-0123456789ab.state", "bytes": 4096,
             "created_at": t + 60, "last_used_at": t + 60})
+        if "0005_attachments" in MIGRATION_NAMES[:version]:
+            db["attachments"].insert({
+                "id": 1, "message_id": 1, "position": 0, "name": "itinerary.md", "media_type": "text/markdown",
+                "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
+                "data": None, "created_at": t})
     db.vacuum()
     db.close()
 
