@@ -19,6 +19,7 @@ from .backends.torch_threads import prepare_environment as _prepare_environment
 
 _prepare_environment()  # before anything below can import torch
 
+from .constraint import Constraint
 from .engine import Engine
 from .errors import ContextOverflowError, EngineError
 from .estimate import MemoryEstimate, estimate_memory
@@ -34,7 +35,7 @@ from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
-from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
+from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams, TokenLogprob
 
 __all__ = [
     "AnyEngine",
@@ -51,6 +52,7 @@ __all__ = [
     "ModelOption",
     "SearchHit",
     "Chunk",
+    "Constraint",
     "ContextOverflowError",
     "EngineError",
     "Engine",
@@ -61,6 +63,7 @@ __all__ = [
     "SamplingParams",
     "Session",
     "Stream",
+    "TokenLogprob",
     "curated_models",
     "estimate_memory",
     "llama_library",

@@ -17,8 +17,9 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import backends, capacity
+from . import backends, capacity, toolcalls
 from .capacity import text_config
+from .constraint import Constraint, Guides
 from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
 from .models.sources import locate
@@ -77,6 +78,7 @@ class Engine:
         if worker is not None:
             engine.config, engine._codec = worker.config, worker.codec
             engine._vocab_size, engine.load_seconds = worker.vocab_size, worker.load_seconds
+            engine._guides = Guides(worker.codec.tokenizer, worker.vocab_size)
         return engine
 
     # -- facts -------------------------------------------------------------------------------------
@@ -153,11 +155,32 @@ class Engine:
         """Identifies the chat template; a change means cached token prefixes may no longer match."""
         return self._codec.template_fingerprint
 
-    def chat_tokens(self, messages: list[dict], continue_final: bool = False) -> list[int]:
-        """The token ids a fresh session's `chat(messages)` prefills: the chat template's markers as
-        control tokens, message content as text (markers typed in it included)."""
+    def chat_tokens(self, messages: list[dict], continue_final: bool = False,
+                    tools: Optional[list[dict]] = None) -> list[int]:
+        """The token ids a fresh session's `chat(messages, tools=tools)` prefills: the chat template's
+        markers as control tokens, message content (tool results too) as text, markers typed in it included."""
         codec = self._codec
-        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final))
+        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final, tools=tools))
+
+    @property
+    def tool_format(self) -> str:
+        """How this model writes tool calls ("hermes", "llama3" or "mistral"), read from its template."""
+        return self._codec.tool_format
+
+    def render_chat(self, messages: list[dict], tools: Optional[list[dict]] = None) -> str:
+        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens)."""
+        return self._codec.render(messages, tools=tools)
+
+    def tool_constraint(self, tools: list[dict], parallel: bool = True) -> Constraint:
+        """A constraint that admits only calls of `tools` (OpenAI-shaped) in this model's format, with
+        arguments valid for each function's schema: `tool_choice` "required" or a named function."""
+        toolcalls.check_tools(tools)
+        if not tools:
+            raise InvalidRequestError("a tool constraint needs at least one tool")
+        special = {t: i for t, i in self.tokenizer.get_vocab().items()
+                   if t in ("<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
+                   and t in self.tokenizer.all_special_tokens}
+        return toolcalls.call_constraint(self.tool_format, tools, parallel, special)
 
     @property
     def tokenizer(self):

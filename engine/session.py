@@ -160,18 +160,22 @@ class Session:
 
     # -- generation --------------------------------------------------------------------------------
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
-             continue_final: bool = False) -> Stream:
+             continue_final: bool = False, tools: Optional[list[dict]] = None) -> Stream:
         """Stream the assistant's reply to `messages` (the whole conversation so far).
 
         `continue_final`: the last message is an assistant reply to extend rather than answer (it
         was cut by the token limit or stopped); its turn is left open and the stream is its rest.
+
+        `tools`: OpenAI-shaped function tools the template shows the model; read calls from the
+        reply with `engine.toolcalls.parse(engine.tool_format, text)`, or force one with
+        `engine.tool_constraint(...)` as the params' constraint.
 
         When the conversation extends what this session already holds, only the new part is
         prefilled; the exact token ids of earlier replies are reused, so re-rendering the template
         does not break the match.
         """
         codec = self._engine._codec
-        rendered = codec.render_traced(messages, continue_final=continue_final)
+        rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools)
         text = rendered.text
         key_text, key_tokens = self._chat_key
         if key_text and text.startswith(key_text) and key_tokens == self._tokens:
@@ -198,6 +202,7 @@ class Session:
             raise ContextOverflowError(
                 f"the prompt has {len(prompt)} tokens; max_context is {limit} (room is needed for the reply)"
             )
+        guide = self._engine._guides.start(params.constraint) if params.constraint is not None else None
         cancelling = self._job_cancel
         if self._busy and cancelling is not None and cancelling.is_set():
             # The previous reply was cancelled (or its stream dropped): it ends at the next token.
@@ -212,7 +217,7 @@ class Session:
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
-            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested))
+            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested, guide))
         except BaseException:
             self._mark_idle()
             raise

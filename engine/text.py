@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import InvalidRequestError, ModelLoadError
+from .toolcalls import check_tools, detect_format, template_messages
 
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
 _TURN_ENDS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>")
@@ -70,6 +71,7 @@ class TextCodec:
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
+        self.tool_format, self._native_tools = detect_format(self.chat_template)
         self._lock = threading.Lock()
 
     def _stop_ids(self, folder: Path) -> set[int]:
@@ -88,41 +90,56 @@ class TextCodec:
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict], continue_final: bool = False) -> str:
+    def render(self, messages: list[dict], continue_final: bool = False, tools: Optional[list[dict]] = None) -> str:
         """The chat template applied to `messages`, ending with the assistant's generation prompt;
         with `continue_final`, ending inside the last (assistant) message instead, left open so
-        the model writes more of it (a reply cut by the token limit or stopped)."""
-        return self.render_traced(messages, continue_final).text
+        the model writes more of it (a reply cut by the token limit or stopped).
 
-    def render_traced(self, messages: list[dict], continue_final: bool = False) -> Rendered:
+        `tools` (OpenAI's function tools) and messages with `tool_calls` or role "tool" are rendered
+        by the template where it knows tools, else the Hermes way (engine.toolcalls)."""
+        return self.render_traced(messages, continue_final, tools).text
+
+    def render_traced(self, messages: list[dict], continue_final: bool = False,
+                      tools: Optional[list[dict]] = None) -> Rendered:
         """`render`, and where each message's content landed in the text (so `encode_chat` can
-        tokenize content as text while the template's own markers stay control tokens)."""
+        tokenize content as text while the template's own markers stay control tokens). A tool
+        result is content like any other; an assistant message's calls are not traced."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
         for i, m in enumerate(messages):
             if m["role"] not in ROLES:
                 raise InvalidRequestError(f"message {i}: role must be one of {', '.join(ROLES)}, not {m['role']!r}")
-            if not isinstance(m["content"], str):
+            if not isinstance(m["content"], str) and not (m["content"] is None and m.get("tool_calls")):
                 raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
-        messages = [{**m, "content": clean(m["content"])} for m in messages]
-        text = self._apply(messages, continue_final)
+        if tools is not None:
+            check_tools(tools)
+        messages = [m if m["content"] is None else {**m, "content": clean(m["content"])} for m in messages]
+        text = self._apply(messages, continue_final, tools)
         # The same template over placeholders shows which characters are content: the text between
         # placeholders is the template's. Placeholders are random so no content can contain one.
+        # They go in before the tool shaping (engine.toolcalls), so a tool result the Hermes way
+        # traces as its own content inside the <tool_response> markers. Empty content (a call's
+        # is often null) is left as it is: it holds nothing to protect, and templates test it.
         nonce = uuid.uuid4().hex
-        marks = [f"@{nonce}:{i}@" for i in range(len(messages))]
-        traced = self._apply([{**m, "content": mark} for m, mark in zip(messages, marks)], continue_final)
-        return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
+        texts = [i for i, m in enumerate(messages) if m["content"]]
+        marks = [f"@{nonce}:{i}@" for i in texts]
+        placed = list(messages)
+        for i, mark in zip(texts, marks):
+            placed[i] = {**messages[i], "content": mark}
+        traced = self._apply(placed, continue_final, tools)
+        return Rendered(text, _trace(traced, marks, [messages[i]["content"] for i in texts], text))
 
-    def _apply(self, messages: list[dict], continue_final: bool) -> str:
+    def _apply(self, messages: list[dict], continue_final: bool, tools: Optional[list[dict]]) -> str:
+        messages, tools = template_messages(messages, tools, self.tool_format, self._native_tools)
         try:
             return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=not continue_final,
+                messages, tools=tools, tokenize=False, add_generation_prompt=not continue_final,
                 continue_final_message=continue_final)
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
@@ -177,28 +194,37 @@ class TextCodec:
         return StreamDecoder(self.tokenizer.backend_tokenizer)
 
 
+_SHAPES = (lambda c: c, str.strip, lambda c: json.dumps(c, ensure_ascii=False)[1:-1])
+"""How templates write content: as it is, trimmed, or as a JSON string's inside (`tojson`, as
+Hermes-style templates write a tool result)."""
+
+
 def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:
-    """Content spans in `text`, found by putting each content where its placeholder is in `traced`;
-    None unless that rebuilds `text` exactly (a template that trims or rewrites content). A template
-    that trims content is traced with the trimmed content."""
-    for shape in (lambda c: c, str.strip):
-        out, spans, at = [], [], 0
-        while True:
-            found = [(traced.find(m, at), i) for i, m in enumerate(marks)]
-            found = [(pos, i) for pos, i in found if pos >= 0]
-            if not found:
-                break
-            pos, i = min(found)
-            out.append(traced[at:pos])
-            begin = sum(len(p) for p in out)
-            piece = shape(contents[i])
-            out.append(piece)
-            spans.append((begin, begin + len(piece)))
-            at = pos + len(marks[i])
-        out.append(traced[at:])
-        if "".join(out) == text:
-            return tuple(spans)
-    return None
+    """Content spans in `text`, found by putting each content where its placeholder is in `traced`,
+    in the first of `_SHAPES` that the template text after it follows; None unless that rebuilds
+    `text` exactly (a template that rewrites content another way: the text is then encoded whole)."""
+    pieces, order, at = [], [], 0  # template text between placeholders, and which placeholder
+    while True:
+        found = [(pos, i) for pos, i in ((traced.find(m, at), i) for i, m in enumerate(marks)) if pos >= 0]
+        if not found:
+            break
+        pos, i = min(found)
+        pieces.append(traced[at:pos])
+        order.append(i)
+        at = pos + len(marks[i])
+    pieces.append(traced[at:])
+    spans, at = [], 0
+    for k, i in enumerate(order):
+        if not text.startswith(pieces[k], at):
+            return None
+        at += len(pieces[k])
+        shaped = [c for c in (shape(contents[i]) for shape in _SHAPES)
+                  if text.startswith(c, at) and text.startswith(pieces[k + 1], at + len(c))]
+        if not shaped:
+            return None
+        spans.append((at, at + len(shaped[0])))
+        at += len(shaped[0])
+    return tuple(spans) if text[at:] == pieces[-1] else None
 
 
 def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Optional
 
+from .constraint import Constraint
 from .errors import InvalidRequestError
 
 FinishReason = Literal["stop", "length", "cancelled"]
@@ -95,6 +96,14 @@ class SamplingParams:
     """Same seed, same prompt and same params give the same text; None draws a fresh seed."""
     ignore_stop: bool = False
     """Keep generating past end tokens until max_tokens (benchmarks and tests of fixed length)."""
+    constraint: Optional[Constraint] = None
+    """A grammar the reply must match (e.g. `Constraint.json_schema(schema)`); the reply ends with
+    finish reason "stop" as soon as the grammar is complete."""
+    logprobs: Optional[int] = None
+    """None: no log probabilities. 0: each chunk carries the log probability of each sampled token;
+    n (at most MAX_TOP_LOGPROBS): also the n most likely tokens. They are taken from the distribution
+    the token was drawn from (after the constraint's mask, repetition penalty, temperature, top-k,
+    top-p, min-p); at temperature 0 from the masked, penalized softmax."""
 
     def validate(self) -> None:
         """Raise InvalidRequestError naming the first value of the wrong type or out of range.
@@ -126,10 +135,18 @@ class SamplingParams:
         for name, ok, message in checks:
             if not ok:  # the value itself, never the whole params object (callers show this to users)
                 raise InvalidRequestError(f"{message}, not {getattr(self, name)!r}")
+        if self.constraint is not None:
+            if not isinstance(self.constraint, Constraint):
+                raise InvalidRequestError(f"constraint must be a Constraint or None, not {type(self.constraint).__name__}")
+            self.constraint.validate()
+        if self.logprobs is not None and not (_is_int(self.logprobs) and 0 <= self.logprobs <= MAX_TOP_LOGPROBS):
+            raise InvalidRequestError(f"logprobs must be None or an integer in [0, {MAX_TOP_LOGPROBS}], not {self.logprobs!r}")
 
 
 MIN_TEMPERATURE = 1e-4
 """Smallest temperature above 0 that is accepted."""
+MAX_TOP_LOGPROBS = 20
+"""Most alternatives a token's log probabilities may list (OpenAI's limit)."""
 
 
 def _is_int(value: object) -> bool:
@@ -154,6 +171,8 @@ class GenerationStats:
     """Seconds from the request to its first sampled token."""
     decode_tok_s: float
     """Tokens per second after the first one."""
+    constraint_s: float = 0.0
+    """Seconds the constraint's grammar took on the engine thread (masks and advancing); 0 without one."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +190,19 @@ class Chunk:
     prefill: Optional[tuple[int, int]] = None
     """Progress of a long prompt: (tokens read so far, tokens to read in all), on an otherwise empty
     chunk sent after each prefill forward while prompt tokens remain; None on every other chunk."""
+    logprobs: tuple["TokenLogprob", ...] = ()
+    """One per token of `token_ids` when SamplingParams.logprobs is set; empty otherwise."""
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """How likely a sampled token was, and its most likely alternatives."""
+
+    token_id: int
+    logprob: float
+    """Natural log of its probability (-inf where the mask or a filter had removed it)."""
+    top: tuple[tuple[int, float], ...] = ()
+    """(token id, log probability) of the most likely tokens, most likely first."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
+from .logprobs import token_logprob
 from .sampling import make_sampler, steps_alone
 from .scheduler import RoundRobin
 from .session import Failed
@@ -56,6 +57,11 @@ class Job:
     ended: bool = False
     sampler: Callable = None
     decoder: Any = None
+    guide: Any = None
+    """The constraint's grammar state (engine.constraint.Guide), or None for free text."""
+    logprobs: tuple = ()
+    """Log probabilities of the token not yet delivered in a chunk."""
+    constraint_s: float = 0.0
 
 
 class Worker:
@@ -175,8 +181,8 @@ class Worker:
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
 
     # -- jobs --------------------------------------------------------------------------------------
-    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float) -> None:
-        job = Job(session, prompt, params, out, cancel, chat_text, started=requested)
+    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float, guide=None) -> None:
+        job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide)
         try:
             self._start(job)
         except CapacityError as e:  # refused before any compute: the session stays as it was
@@ -303,17 +309,29 @@ class Worker:
         if job.pending:  # a long prompt: say how far it has been read, so a UI need not show "…"
             job.out.put(Chunk("", (), prefill=(job.prefilled, job.prefilled + len(job.pending))))
             return
+        if job.guide is not None:  # this session's own mask: batched rows each have theirs
+            began = time.perf_counter()
+            logits = job.guide.mask(logits)
+            job.constraint_s += time.perf_counter() - began
         token = job.sampler(logits, slot.fed)
+        if job.params.logprobs is not None:
+            job.logprobs = (token_logprob(logits, slot.fed, job.params, token),)
+        if job.guide is not None:
+            began = time.perf_counter()
+            job.guide.advance(token)
+            job.constraint_s += time.perf_counter() - began
         job.generated.append(token)
         session._tokens = tuple(slot.fed) + (token,)
         if job.first_token_at is None:
             job.first_token_at = time.perf_counter()
         if token in self.codec.stop_ids and not job.params.ignore_stop:
             self._end_job(slot, "stop", (token,))
+        elif job.guide is not None and job.guide.done:  # the grammar is complete: nothing may follow
+            self._end_job(slot, "stop", (token,), job.decoder.step(token))
         elif len(job.generated) >= job.params.max_tokens or len(session._tokens) >= self.config.max_context:
             self._end_job(slot, "length", (token,), job.decoder.step(token))
         else:
-            job.out.put(Chunk(job.decoder.step(token), (token,)))
+            job.out.put(Chunk(job.decoder.step(token), (token,), logprobs=job.logprobs))
 
     def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job, slot.job = slot.job, None
@@ -330,7 +348,7 @@ class Worker:
     def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job.ended = True
         job.session._mark_idle()  # before the last chunk, so its reader may start the next turn
-        job.out.put(Chunk(text, tuple(last_ids), reason, stats))
+        job.out.put(Chunk(text, tuple(last_ids), reason, stats, logprobs=job.logprobs if last_ids else ()))
 
     def _poison(self, slot: Slot, job: Job, error: BaseException) -> None:
         if job.ended:  # already told (a split failure poisons before its caller's guard does)
@@ -353,6 +371,7 @@ class Worker:
             generated_tokens=len(job.generated),
             ttft_s=first - job.started,
             decode_tok_s=decode_tokens / (now - first) if decode_tokens and now > first else 0.0,
+            constraint_s=job.constraint_s,
         )
 
     @property

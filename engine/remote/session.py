@@ -67,15 +67,18 @@ class RemoteSession:
         return self._idle.wait(timeout)
 
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
-             continue_final: bool = False) -> Stream:
+             continue_final: bool = False, tools: Optional[list[dict]] = None) -> Stream:
         """Stream the server's reply to `messages` (the whole conversation so far).
 
         `continue_final` (extend the last, cut assistant reply in place) has no common form in the
-        OpenAI API, so a remote engine refuses it by name rather than answering something else."""
+        OpenAI API, so a remote engine refuses it by name rather than answering something else; so
+        are `tools`, grammars other than a JSON schema, and log probabilities, which this reader of
+        text deltas would drop. A JSON-schema constraint goes to the server as `response_format`."""
         if continue_final:
             raise InvalidRequestError("a reply from a server cannot be continued in place; regenerate it instead")
         params = params or SamplingParams()
         params.validate()
+        _check_remote(params, tools)
         if not messages:
             raise InvalidRequestError("the conversation is empty")
         if self._busy and self._cancel is not None and self._cancel.is_set():
@@ -216,6 +219,15 @@ def _transport(error: BaseException) -> bool:
         isinstance(error, openai.APIConnectionError) and not isinstance(error, openai.APITimeoutError))
 
 
+def _check_remote(params: SamplingParams, tools: Optional[list[dict]]) -> None:
+    if tools:
+        raise InvalidRequestError("a remote engine does not take tools; call the server's API for tool calls")
+    if params.constraint is not None and params.constraint.kind != "json_schema":
+        raise InvalidRequestError("a remote engine takes only a JSON-schema constraint (as response_format)")
+    if params.logprobs is not None:
+        raise InvalidRequestError("a remote engine does not return log probabilities")
+
+
 def request_options(params: SamplingParams) -> dict[str, Any]:
     """The OpenAI request fields for `params`. Fields beyond the OpenAI API (top_k, min_p, ...) go
     only when set away from their neutral value: strict servers refuse names they do not know."""
@@ -224,6 +236,9 @@ def request_options(params: SamplingParams) -> dict[str, Any]:
         options["top_p"] = params.top_p
     if params.seed is not None:
         options["seed"] = params.seed
+    if params.constraint is not None:
+        options["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "response", "strict": True, "schema": params.constraint.schema()}}
     extra: dict[str, Any] = {}
     if params.top_k:
         extra["top_k"] = params.top_k

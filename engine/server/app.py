@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from anyio import to_thread
@@ -19,10 +19,11 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from . import errors, generation, guard
+from . import errors, generation, guard, structured
 from .errors import APIError
 from .host import EngineHost
 from .limits import DEFAULT_MAX_BODY, BodyLimit
+from .logprob_json import Tokens
 from .pool import POOLED_PREFIX
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
@@ -110,15 +111,19 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         owner = request.state.owner
         pool = host.check_model(body.model)
         messages = body.engine_messages()
+        shaped = structured.plan(body, pool.engine)
 
         def begin():
-            prompt = generation.chat_prompt(pool.engine, messages)
+            prompt = generation.chat_prompt(pool.engine, messages, shaped.tools)
             generation.check_context(pool.engine, prompt)
-            params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
-            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.chat(messages, params))
+            params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
+                             constraint=shaped.constraint, logprobs=shaped.logprobs)
+            lease, stream = generation.start(pool, session_id, owner, prompt,
+                                             lambda s: s.chat(messages, params, tools=shaped.tools))
             return lease, stream, len(prompt)
 
-        return await _respond("chat", pool, body, begin, request)
+        return await _respond("chat", pool, body, begin, request, shaped.logprobs is not None,
+                              shaped.tool_format, shaped.parallel)
 
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request,
@@ -130,27 +135,29 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         def begin():
             prompt = generation.text_prompt(pool.engine, body.prompt)
             generation.check_context(pool.engine, prompt)
-            params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
+            params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
+                             logprobs=body.logprobs)
             lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params))
             return lease, stream, len(prompt)
 
-        return await _respond("completions", pool, body, begin, request)
+        return await _respond("completions", pool, body, begin, request, body.logprobs is not None)
 
     return app
 
 
-async def _respond(kind: str, pool, body, begin, request: Request):
+async def _respond(kind: str, pool, body, begin, request: Request, logprobs: bool = False,
+                   tool_format: Optional[str] = None, parallel: bool = True):
     lease, stream, prompt_len = await to_thread.run_sync(begin)
     reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
-    shape = Shape(kind, pool.engine.source, lease.key)
+    tokens = Tokens(pool.engine.tokenizer) if logprobs else None
+    shape = Shape(kind, pool.engine.source, lease.key, tokens, tool_format, parallel)
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    whole = await _unless_gone(collect(reply), request, reply)
-    if whole is None:  # the client hung up: nobody reads this, but the session is free again
+    result = await _unless_gone(collect(reply, shape), request, reply)
+    if result is None:  # the client hung up: nobody reads this, but the session is free again
         return JSONResponse({}, status_code=499)
-    text, finish_reason, usage = whole
-    return shape.whole(text, finish_reason, usage)
+    return shape.whole(result)
 
 
 async def _unless_gone(work, request: Request, reply):

@@ -4,7 +4,9 @@ in-process, and what a warm session saves, on one loaded model in one run.
 - aggregate tok/s of 8 clients streaming at once over HTTP vs the same 8 replies in-process;
 - the same 8 conversations through the remote engine (engine.remote, the app's "Connect to server");
 - p50 time to first token over HTTP minus in-process (a short prompt on a fresh session);
-- time to first token of a second turn on a ~2,000-token conversation: warm (named session) vs cold.
+- time to first token of a second turn on a ~2,000-token conversation: warm (named session) vs cold;
+- structured output: JSON-schema tok/s ÷ free tok/s at 1 and 8 clients, and time to a tool call's first
+  chunk (engine/server/bench_structured.py).
 
 The server runs on a background thread of this process, the clients on an asyncio loop in the main
 thread. Figures are printed, never asserted: the machine may be shared and noisy.
@@ -85,7 +87,15 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"p50 time to first token: in-process {ttft_in * 1000:.1f} ms, HTTP {ttft_http * 1000:.1f} ms")
     warm, cold, tokens = asyncio.run(warm_vs_cold(server.url, engine))
     say(f"second turn on a {tokens}-token conversation: warm {warm:.3f} s, cold {cold:.3f} s")
-    return {
+    from . import bench_structured
+
+    structured = asyncio.run(bench_structured.measure(server.url, _stream))
+    for clients in (1, 8):
+        structured[f"mask_share_{clients}"] = round(bench_structured.mask_share(engine, clients), 4)
+    say(f"JSON schema / free tok/s: {structured['json_schema_vs_free_1']:.2f} (1 client), "
+        f"{structured['json_schema_vs_free_8']:.2f} (8); grammar share of decode {structured['mask_share_1']:.2%} (1), "
+        f"{structured['mask_share_8']:.2%} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
+    return {**structured,
         "model": engine.source, "backend": engine.backend, "device": engine.device, "dtype": engine.dtype,
         "clients": CLIENTS, "tokens_per_client": TOKENS,
         "http_aggregate_tok_s": round(http, 2), "inproc_aggregate_tok_s": round(inproc, 2),
@@ -234,6 +244,11 @@ def print_table(f: dict) -> None:
         (f"2nd turn TTFT on a {f['conversation_tokens']}-token conversation, warm / cold (s)",
          f"{f['ttft_warm_s']:.3f} / {f['ttft_cold_s']:.3f}", ""),
         ("warm speedup (cold / warm)", f"{f['warm_speedup']:.1f}x", "target >= 5x"),
+        ("JSON-schema / free tok/s, 1 client", f"{f['json_schema_vs_free_1']:.2f}", "target >= 0.9"),
+        ("JSON-schema / free tok/s, 8 clients", f"{f['json_schema_vs_free_8']:.2f}", "target >= 0.9"),
+        ("share of decode time in the grammar, in-process, 1 / 8 sessions",
+         f"{f['mask_share_1']:.2%} / {f['mask_share_8']:.2%}", "<= 10%"),
+        ("time to a tool call's first chunk (ms)", f"{f['tool_call_ttft_ms']:.0f}", ""),
         ("process RSS, model loaded: server off / on (MiB)",
          f"{f['rss_server_off_mib']:.0f} / {f['rss_server_on_mib']:.0f}", ""),
     ]

@@ -51,6 +51,8 @@ class Piece:
     text: str
     finish_reason: Optional[str] = None
     usage: Optional[Usage] = None
+    logprobs: tuple = ()
+    """engine TokenLogprob of the tokens that came with this piece (when asked for)."""
 
 
 class _Failure:
@@ -65,13 +67,13 @@ def interrupted(why: str) -> APIError:
                     "server_error")
 
 
-def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
-    """Token ids of `messages` under the model's chat template, as the session will prefill them
-    (message content as text), for pool matching and the context check."""
+def chat_prompt(engine: Engine, messages: list[dict], tools: Optional[list[dict]] = None) -> list[int]:
+    """Token ids of `messages` (and `tools`) under the model's chat template, as the session will
+    prefill them (message content and tool results as text), for pool matching and the context check."""
     if not getattr(engine.tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
-    limits.check_chars(engine, sum(len(m["content"]) for m in messages))
-    return engine.chat_tokens(messages)
+    limits.check_chars(engine, sum(len(m["content"] or "") for m in messages))
+    return engine.chat_tokens(messages, tools=tools)
 
 
 def text_prompt(engine: Engine, prompt) -> list[int]:
@@ -151,14 +153,15 @@ class Reply:
                     # last chunk, which carries the usage (closing the stream would end the pump early).
                     self.lease.session.cancel()
                 if item.finish_reason is None:
-                    if text:
-                        yield Piece(text)
+                    if text or item.logprobs:
+                        yield Piece(text, logprobs=item.logprobs)
                     continue
                 if item.finish_reason == "cancelled" and not self._matcher.stopped:
                     raise interrupted(self.lease.cut or "it was cancelled")
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
-                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated))
+                logprobs = item.logprobs if item.text else ()  # not the end token's
+                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), logprobs)
                 return
         finally:
             self.close()

@@ -5,19 +5,43 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
+from ..toolcalls import ToolCall, parse
+from ..toolstream import CallDelta, CallStream
 from .errors import APIError
 from .generation import Piece, Reply, Usage
+from .logprob_json import Tokens, chat_logprobs, completion_logprobs
+
+
+@dataclass
+class Result:
+    """A whole reply: its content, the tool calls read from it, and what ended it."""
+
+    text: str
+    finish_reason: str
+    usage: Usage
+    calls: list[ToolCall] = field(default_factory=list)
+    logprobs: list = field(default_factory=list)
 
 
 class Shape:
-    """Builds one reply's objects: chat (`chat.completion[.chunk]`) or completions (`text_completion`)."""
+    """Builds one reply's objects: chat (`chat.completion[.chunk]`) or completions (`text_completion`).
 
-    def __init__(self, kind: str, model: str, session_id: str) -> None:
+    `tool_format`: the model's call format when calls are to be read from the reply (tools given and
+    tool_choice not "none"); `tokens`: set when log probabilities were asked for.
+    """
+
+    def __init__(self, kind: str, model: str, session_id: str, tokens: Optional[Tokens] = None,
+                 tool_format: Optional[str] = None, parallel: bool = True) -> None:
         self.kind = kind
         self.model = model
         self.session_id = session_id
+        self.tokens = tokens
+        self.tool_format = tool_format
+        self.parallel = parallel
+        self._offset = 0
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 
@@ -25,25 +49,41 @@ class Shape:
         return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
                 "system_fingerprint": None, "session_id": self.session_id}
 
-    def whole(self, text: str, finish_reason: str, usage: Usage) -> dict:
+    def _logprobs(self, logprobs) -> Optional[dict]:
+        if self.tokens is None:
+            return None
         if self.kind == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "finish_reason": finish_reason, "logprobs": None}
+            return chat_logprobs(self.tokens, logprobs, True)
+        out = completion_logprobs(self.tokens, logprobs, True, self._offset)
+        self._offset += sum(len(t) for t in out["tokens"])
+        return out
+
+    def whole(self, result: Result) -> dict:
+        logprobs = self._logprobs(result.logprobs)
+        if self.kind == "chat":
+            message: dict = {"role": "assistant", "content": result.text, "refusal": None}
+            if result.calls:
+                message["content"] = result.text or None
+                message["tool_calls"] = [call_json(c) for c in result.calls]
+            choice = {"index": 0, "message": message, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("chat.completion")
         else:
-            choice = {"index": 0, "text": text, "finish_reason": finish_reason, "logprobs": None}
+            choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("text_completion")
-        return {**body, "choices": [choice], "usage": usage.as_json()}
+        return {**body, "choices": [choice], "usage": result.usage.as_json()}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
-              with_usage: bool = False) -> dict:
+              with_usage: bool = False, logprobs: tuple = (), call: Optional[CallDelta] = None) -> dict:
+        lp = self._logprobs(logprobs) if logprobs else None
         if self.kind == "chat":
             delta: dict = {"role": "assistant", "content": text or ""} if first else (
                 {"content": text} if text else {})
-            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+            if call is not None:
+                delta["tool_calls"] = [delta_json(call)]
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("chat.completion.chunk")
         else:
-            choice = {"index": 0, "text": text or "", "finish_reason": finish_reason, "logprobs": None}
+            choice = {"index": 0, "text": text or "", "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("text_completion")
         body["choices"] = [choice]
         if with_usage:
@@ -62,13 +102,73 @@ def sse(obj: dict) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-async def collect(reply: Reply) -> tuple[str, str, Usage]:
-    """The whole reply (non-streamed requests)."""
+def call_json(call: ToolCall) -> dict:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def delta_json(delta: CallDelta) -> dict:
+    """A call's first piece carries its id, type and name; later pieces only more arguments."""
+    if delta.id is None:
+        return {"index": delta.index, "function": {"arguments": delta.arguments}}
+    return {"index": delta.index, "id": delta.id, "type": "function",
+            "function": {"name": delta.name, "arguments": delta.arguments}}
+
+
+class _Calls:
+    """Content and tool-call pieces of a reply as it streams (plain text when no tools are in play)."""
+
+    def __init__(self, shape: Shape) -> None:
+        self._stream = CallStream(shape.tool_format) if shape.tool_format else None
+        self._parallel = shape.parallel
+        self.sent = 0
+
+    def feed(self, piece: Piece) -> tuple[str, list[CallDelta]]:
+        if self._stream is None:
+            return piece.text, []
+        text, deltas = self._stream.feed(piece.text)
+        if piece.finish_reason is not None:
+            rest, more = self._stream.finish()
+            text, deltas = text + rest, deltas + more
+        if not self._parallel:  # parallel_tool_calls: false keeps the first call only
+            deltas = [d for d in deltas if d.index == 0]
+        self.sent = max([self.sent] + [d.index + 1 for d in deltas])
+        return text, _merged(deltas)
+
+    def reason(self, piece: Piece) -> str:
+        return finish_reason(piece.finish_reason, self.sent > 0)
+
+
+def finish_reason(engine_reason: str, calls: bool) -> str:
+    """"length" whenever the token limit cut the reply (a call may be unfinished), else "tool_calls"
+    when it holds calls."""
+    return "tool_calls" if calls and engine_reason != "length" else engine_reason
+
+
+def _merged(deltas: list[CallDelta]) -> list[CallDelta]:
+    """Consecutive pieces of one call in one chunk."""
+    out: list[CallDelta] = []
+    for d in deltas:
+        if out and out[-1].index == d.index:
+            last = out.pop()
+            d = CallDelta(d.index, last.arguments + d.arguments, last.id, last.name)
+        out.append(d)
+    return out
+
+
+async def collect(reply: Reply, shape: Shape) -> Result:
+    """The whole reply (non-streamed requests): its calls are read once it is complete."""
     parts: list[str] = []
+    logprobs: list = []
     async for piece in reply.pieces():
         parts.append(piece.text)
+        logprobs += piece.logprobs
         if piece.finish_reason is not None:
-            return "".join(parts), piece.finish_reason, piece.usage
+            text, calls = "".join(parts), []
+            if shape.tool_format:
+                text, calls = parse(shape.tool_format, text)
+                calls = calls if shape.parallel else calls[:1]
+            reason = finish_reason(piece.finish_reason, bool(calls))
+            return Result(text, reason, piece.usage, calls, logprobs)
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 
 
@@ -79,12 +179,16 @@ async def events(reply: Reply, shape: Shape, include_usage: bool) -> AsyncIterat
         if shape.kind == "chat":
             yield sse(shape.chunk("", first=True, with_usage=include_usage))
         last: Optional[Piece] = None
+        splitter = _Calls(shape)
         async for piece in reply.pieces():
             last = piece
-            if piece.text:
-                yield sse(shape.chunk(piece.text, with_usage=include_usage))
+            text, calls = splitter.feed(piece)
+            if text or (piece.logprobs and shape.tokens is not None):
+                yield sse(shape.chunk(text, with_usage=include_usage, logprobs=piece.logprobs))
+            for call in calls:
+                yield sse(shape.chunk(None, with_usage=include_usage, call=call))
             if piece.finish_reason is not None:
-                yield sse(shape.chunk(None, piece.finish_reason, with_usage=include_usage))
+                yield sse(shape.chunk(None, splitter.reason(piece), with_usage=include_usage))
         if include_usage and last is not None and last.usage is not None:
             yield sse(shape.usage_chunk(last.usage))
     except APIError as e:  # headers are sent: the error travels as an event, as OpenAI's servers do

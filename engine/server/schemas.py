@@ -1,10 +1,10 @@
 """Request bodies as pydantic models: what the OpenAI API sends, and nothing we would silently ignore.
 
 Fields are strict (a string is not a number) and unknown fields are refused (`extra="forbid"`): a
-parameter this server does not implement and that would change the result (tools, logit_bias,
+parameter this server does not implement and that would change the result (logit_bias,
 penalties, n > 1) must fail with 400, never be dropped. Fields that change nothing (user, metadata,
-store, null fields, empty tools, `tool_choice: "none"`, cache_control on parts) are accepted and
-ignored, as OpenAI accepts what its own SDK sends back.
+store, null fields, cache_control on parts) are accepted and ignored, as OpenAI accepts what its
+own SDK sends back. Tools, tool choices and response formats are typed in `tool_schemas`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .tool_schemas import ResponseFormat, Tool, ToolCallIn, ToolChoice
 
 MAX_STOP = 4
 
@@ -39,29 +41,38 @@ class TextPart(_Strict):
 
 
 class ChatMessage(_Strict):
-    role: Literal["system", "developer", "user", "assistant"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: Union[str, list[TextPart], None] = None
     name: Optional[str] = None
+    tool_calls: Optional[list[ToolCallIn]] = None
+    tool_call_id: Optional[str] = Field(default=None, max_length=200)
     # What the SDK's `model_dump()` of its own reply carries: accepted when empty, as OpenAI does.
     refusal: Optional[str] = None
-    tool_calls: Optional[list[Any]] = None
     function_call: Optional[Any] = None
     audio: Optional[Any] = None
     annotations: Optional[list[Any]] = None
 
     @model_validator(mode="after")
-    def _text_message(self) -> "ChatMessage":
+    def _message(self) -> "ChatMessage":
         if self.content is None and self.role != "assistant":
             raise ValueError(f"a {self.role} message needs content")
-        if self.tool_calls or self.function_call is not None or self.audio is not None:
-            raise ValueError("messages with tool calls or audio are not supported")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id of the call it answers")
+        if self.function_call is not None or self.audio is not None:
+            raise ValueError("messages with function_call (use tool_calls) or audio are not supported")
         return self
 
     def as_engine(self) -> dict:
-        """{"role", "content"} as the chat template expects (developer is the newer name of system)."""
+        """{"role", "content"} as the chat template expects (developer is the newer name of system),
+        with `tool_calls` / `tool_call_id` where the message has them."""
         content = self.content or ""
         text = content if isinstance(content, str) else "".join(p.text for p in content)
-        return {"role": "system" if self.role == "developer" else self.role, "content": text}
+        message = {"role": "system" if self.role == "developer" else self.role, "content": text}
+        if self.tool_calls:
+            message["tool_calls"] = [c.model_dump() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 class StreamOptions(_Strict):
@@ -137,38 +148,11 @@ class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Optional[int] = Field(default=None, ge=1)
     logprobs: Optional[bool] = None
-    response_format: Optional[dict[str, Any]] = None
+    top_logprobs: Optional[int] = Field(default=None, ge=0, le=20)
+    response_format: Optional[ResponseFormat] = None
+    tools: Optional[list[Tool]] = None
+    tool_choice: Optional[ToolChoice] = None
     parallel_tool_calls: Optional[bool] = None
-    tools: Optional[list[dict[str, Any]]] = None
-    tool_choice: Optional[Union[str, dict[str, Any]]] = None
-
-    @field_validator("tools")
-    @classmethod
-    def _no_tools(cls, value):
-        if value:
-            raise ValueError("tools are not supported")
-        return value
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _no_tool_choice(cls, value):
-        if value not in (None, "none"):
-            raise ValueError("only tool_choice 'none' is supported")
-        return value
-
-    @field_validator("logprobs")
-    @classmethod
-    def _no_logprobs(cls, value: Optional[bool]) -> Optional[bool]:
-        if value:
-            raise ValueError("logprobs are not supported")
-        return value
-
-    @field_validator("response_format")
-    @classmethod
-    def _text_only(cls, value):
-        if value is not None and value != {"type": "text"}:
-            raise ValueError("only response_format {'type': 'text'} is supported")
-        return value
 
     @property
     def token_limit(self) -> Optional[int]:
@@ -185,7 +169,7 @@ class CompletionRequest(_Sampling):
     echo: Optional[bool] = None
     suffix: Optional[str] = None
     best_of: Optional[int] = None
-    logprobs: Optional[int] = None
+    logprobs: Optional[int] = Field(default=None, ge=0, le=20)
 
     @model_validator(mode="after")
     def _supported(self) -> "CompletionRequest":
@@ -202,8 +186,6 @@ class CompletionRequest(_Sampling):
             raise ValueError("suffix is not supported")
         if self.best_of not in (None, 1):
             raise ValueError("only best_of=1 is supported")
-        if self.logprobs:
-            raise ValueError("logprobs are not supported")
         return self
 
     @property

@@ -7,18 +7,30 @@ stepped in its own forward: a batched forward's logits differ slightly from a so
 
 from __future__ import annotations
 
-from engine import SamplingParams
-from tests.engine.helpers import prompt_ids, token_ids
+import pytest
+
+from engine import Constraint, SamplingParams
+from tests.engine.helpers import prompt_ids
+
+# A grammar and log probabilities ride on the job: they must not pull it back into the batch.
+EXTRAS = {"plain": {}, "constrained with logprobs": {
+    "constraint": Constraint.regex(r"[a-z ]{4,40}\."), "logprobs": 2}}
 
 NEIGHBOURS = ["Write a short poem about the sea", "Hello", "A recipe for bread: flour, water, salt and yeast"]
 
 
-def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, backend):
+def _reply(stream) -> list:
+    """Token ids and, where asked, each token's log probabilities."""
+    return [(chunk.token_ids, chunk.logprobs) for chunk in stream]
+
+
+@pytest.mark.parametrize("extra", list(EXTRAS))
+def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, backend, extra):
     engine = make_engine("bundled:smollm2-135m-instruct", backend, max_context=512)
-    params = SamplingParams(temperature=1.0, max_tokens=24, seed=11, ignore_stop=True)
+    params = SamplingParams(temperature=1.0, max_tokens=24, seed=11, ignore_stop=True, **EXTRAS[extra])
     prompt = prompt_ids(engine, "Tell me a story about a lighthouse keeper")
     with engine.open_session() as session:
-        alone = token_ids(session.generate(prompt, params))
+        alone = _reply(session.generate(prompt, params))
     others = [engine.open_session() for _ in NEIGHBOURS]
     greedy = SamplingParams(temperature=0, max_tokens=60, ignore_stop=True)
     streams = [o.generate(prompt_ids(engine, text), greedy) for o, text in zip(others, NEIGHBOURS)]
@@ -26,9 +38,9 @@ def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, backend):
         next(iter(stream))  # every neighbour is decoding before the seeded reply starts
     merges = _joint_steps(engine)
     with engine.open_session() as session:
-        together = token_ids(session.generate(prompt, params))
+        together = _reply(session.generate(prompt, params))
     for stream, other in zip(streams, others):
-        token_ids(stream)
+        list(stream)
         other.close()
     assert _joint_steps(engine) > merges  # the neighbours did decode in batches meanwhile
     assert together == alone

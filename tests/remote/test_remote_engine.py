@@ -97,3 +97,22 @@ def test_continuing_a_reply_in_place_is_refused_by_name(remote):
     cut = HELLO + [{"role": "assistant", "content": "Red, gre"}]
     with remote.open_session() as session, pytest.raises(InvalidRequestError, match="cannot be continued"):
         session.chat(cut, GREEDY, continue_final=True)
+
+
+def test_a_json_schema_constraint_goes_to_the_server_and_the_rest_is_refused_by_name(remote):
+    import json
+
+    from engine import Constraint
+    from engine.errors import InvalidRequestError
+
+    schema = {"type": "object", "properties": {"colour": {"enum": ["red", "green", "blue"]}}, "required": ["colour"]}
+    with remote.open_session() as session:
+        text = session.chat(HELLO, SamplingParams(temperature=0, max_tokens=30,
+                                                  constraint=Constraint.json_schema(schema))).text()
+        assert json.loads(text)["colour"] in ("red", "green", "blue")
+        for kwargs, message in [({"params": SamplingParams(constraint=Constraint.regex("a+"))}, "only a JSON-schema"),
+                                ({"params": SamplingParams(logprobs=1)}, "log probabilities"),
+                                ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "does not take tools")]:
+            with pytest.raises(InvalidRequestError, match=message):
+                session.chat(HELLO, **kwargs)
+        assert not session.busy

@@ -1,0 +1,181 @@
+"""Tool calls read from a reply while it streams, as OpenAI streams them: a call's id and name as soon
+as the model has written the name, then its arguments in pieces as they come.
+
+    stream = CallStream("hermes")
+    for text in pieces:
+        content, deltas = stream.feed(text)
+    content, deltas = stream.finish()
+
+A call whose name does not come first (a free model may write "arguments" before "name") is sent
+whole once its object is complete. Text before a Hermes `<tool_call>` is content; a Llama 3 or
+Mistral reply is either calls from its first character or plain text. Held text that turns out not
+to be a call is given back as content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from .toolcalls import call_from_object, new_call_id, opener
+
+_HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*')
+_JUNK = {"hermes": "", "llama3": "};, \n\t\r", "mistral": "}],; \n\t\r"}
+_MARKERS = {"hermes": (), "llama3": ("<|python_tag|>",), "mistral": ("[TOOL_CALLS]", "[")}
+
+
+@dataclass(frozen=True)
+class CallDelta:
+    """A piece of call `index`: the first piece has its id and name, every piece some arguments text."""
+
+    index: int
+    arguments: str
+    id: Optional[str] = None
+    name: Optional[str] = None
+
+
+class _ValueEnd:
+    """Where a JSON value ends, fed piece by piece (strings, escapes and nesting tracked)."""
+
+    def __init__(self) -> None:
+        self.depth, self.in_string, self.escaped, self.done = 0, False, False, False
+
+    def feed(self, text: str) -> int:
+        """How many characters of `text` belong to the value (all of them until it ends)."""
+        for i, ch in enumerate(text):
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == '"':
+                    self.in_string = False
+            elif ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.done = True
+                    return i + 1
+        return len(text)
+
+
+class CallStream:
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self._buf = ""
+        self._held = ""  # everything since calls began, while no call was sent: given back if none is
+        self._mode = "undecided"
+        self._arg: Optional[_ValueEnd] = None
+        self.calls = 0
+        """Calls started so far."""
+
+    def feed(self, text: str) -> tuple[str, list[CallDelta]]:
+        if self._mode == "text":
+            return text, []
+        self._buf += text
+        if self._mode == "undecided":
+            content = self._decide()
+            if self._mode != "calls":
+                return content, []
+            return content, self._calls()
+        self._held += text
+        return self._give_back_or(self._calls())
+
+    def _decide(self) -> str:
+        """Text mode or calls mode; returns content that is certainly text."""
+        if self.fmt == "hermes":
+            at = self._buf.find("<tool_call>")
+            if at < 0:  # hold back a tail that could be the start of the marker
+                keep = next((k for k in range(min(10, len(self._buf)), 0, -1) if "<tool_call>".startswith(self._buf[-k:])), 0)
+                out, self._buf = self._buf[: len(self._buf) - keep], self._buf[len(self._buf) - keep:]
+                return out
+            out, self._buf = self._buf[:at], self._buf[at:]
+        else:
+            head = self._buf.lstrip()
+            if not head:
+                return ""
+            if not any(head.startswith(o) or o.startswith(head) for o in opener(self.fmt)):
+                self._mode = "text"
+                out, self._buf = self._buf, ""
+                return out
+            out = ""
+        self._mode, self._held = "calls", self._buf
+        return out
+
+    def _calls(self) -> list[CallDelta]:
+        deltas: list[CallDelta] = []
+        while True:
+            if self._arg is not None:  # inside a call's arguments
+                n = self._arg.feed(self._buf)
+                piece, self._buf = self._buf[:n], self._buf[n:]
+                if piece:
+                    deltas.append(CallDelta(self.calls - 1, piece))
+                if not self._arg.done:
+                    return deltas
+                self._arg = None
+            if not self._next_call(deltas):
+                return deltas
+
+    def _next_call(self, deltas: list[CallDelta]) -> bool:
+        """Start the next call if its head is in the buffer; False to wait for more text."""
+        if self.fmt == "hermes":  # the marker stays in the buffer until the call's head is there
+            at = self._buf.find("<tool_call>")
+            if at < 0:
+                return False
+            rest = self._buf[at + len("<tool_call>"):].lstrip()
+            return self._start(rest, deltas)
+        while True:  # separators, closing brackets and markers between calls
+            stripped = self._buf.lstrip(_JUNK[self.fmt])
+            if any(m.startswith(stripped) and len(stripped) < len(m) for m in _MARKERS[self.fmt]):
+                self._buf = stripped
+                return False  # maybe a marker still being written
+            for marker in _MARKERS[self.fmt]:
+                stripped = stripped.removeprefix(marker)
+            if stripped == self._buf:
+                break
+            self._buf = stripped
+        return self._start(self._buf, deltas)
+
+    def _start(self, text: str, deltas: list[CallDelta]) -> bool:
+        """Begin the call at the start of `text` (which replaces the buffer once it does)."""
+        head = _HEAD.match(text)
+        if head is not None:
+            self._buf = text[head.end():]
+            deltas.append(CallDelta(self.calls, "", new_call_id(), json.loads(f'"{head.group(1)}"')))
+            self.calls += 1
+            self._arg = _ValueEnd()
+            return True
+        try:  # another key order: the whole object once it is complete
+            obj, end = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            return False
+        call = call_from_object(obj, "parameters" if self.fmt == "llama3" else "arguments")
+        if call is None:
+            return False
+        self._buf = text[end:]
+        deltas.append(CallDelta(self.calls, call.arguments, call.id, call.name))
+        self.calls += 1
+        return True
+
+    def _give_back_or(self, deltas: list[CallDelta]) -> tuple[str, list[CallDelta]]:
+        if self.calls == 0 and self.fmt != "hermes" and self._buf.lstrip()[:1] not in ("", "{", "[", "<"):
+            self._mode, text = "text", self._held  # it was not a call after all
+            self._held = self._buf = ""
+            return text, []
+        return "", deltas
+
+    def finish(self) -> tuple[str, list[CallDelta]]:
+        """What is left once the reply ended: held text that never became a call comes back as text."""
+        if self._mode != "calls":
+            rest, self._buf = self._buf, ""
+            return rest, []
+        deltas = self._calls()
+        if self.calls == 0:
+            text, self._held, self._buf = self._held, "", ""
+            return text, []
+        return "", deltas
