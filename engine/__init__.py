@@ -33,7 +33,7 @@ from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
-from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams
+from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams
 
 __all__ = [
     "AnyEngine",
@@ -55,6 +55,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "GenerationStats",
+    "Reply",
     "MemoryEstimate",
     "SamplingParams",
     "Session",

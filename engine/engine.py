@@ -145,6 +145,18 @@ class Engine:
         return self._codec.template_fingerprint
 
     @property
+    def reasoning(self) -> str:
+        """How the model writes reasoning before its answer: "think" (`<think>` tags: Qwen3,
+        DeepSeek-R1, SmolLM3), "channels" (gpt-oss) or "none"; read from its chat template."""
+        return self._codec.reasoning.kind
+
+    @property
+    def thinking_switch(self) -> bool:
+        """Whether `Session.chat(thinking=...)` changes anything: the template has a Think switch
+        (`enable_thinking`, or gpt-oss's `reasoning_effort`). The app hides its switch otherwise."""
+        return self._codec.reasoning.switch is not None
+
+    @property
     def tokenizer(self):
         """The Hugging Face tokenizer (thread-safe for encode/decode)."""
         return self._codec.tokenizer

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from . import reasoning
 from .errors import InvalidRequestError, ModelLoadError
 
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
@@ -33,6 +34,10 @@ class TextCodec:
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelLoadError(f"{folder.name}: only fast (tokenizers) tokenizers are supported")
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
+        self.reasoning = reasoning.detect(self.chat_template)
+        """How this model's replies lay out reasoning (engine/reasoning.py)."""
+        self._markers = self._special_markers()
+        self._starts: dict[Optional[bool], reasoning.Start] = {}
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
 
@@ -48,14 +53,29 @@ class TextCodec:
             ids.add(self.tokenizer.eos_token_id)
         vocab = self.tokenizer.get_vocab()
         for marker in _TURN_ENDS:
+            if marker == "<|end|>" and self.reasoning.kind == "channels":
+                continue  # gpt-oss ends each channel's message with it; <|return|> ends the reply
             if marker in vocab and (self.chat_template is None or marker in self.chat_template):
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict], continue_final: bool = False) -> str:
+    def _special_markers(self) -> dict[int, str]:
+        """Ids of the reasoning format's tags that are special tokens (a decoder skipping special
+        tokens would hide them from the splitter), e.g. gpt-oss's <|channel|>."""
+        wanted = set(self.reasoning.markers)
+        return {i: t.content for i, t in self.tokenizer.added_tokens_decoder.items()
+                if t.special and t.content in wanted}
+
+    def render(self, messages: list[dict], continue_final: bool = False, thinking: Optional[bool] = None) -> str:
         """The chat template applied to `messages`, ending with the assistant's generation prompt;
         with `continue_final`, ending inside the last (assistant) message instead, left open so
-        the model writes more of it (a reply cut by the token limit or stopped)."""
+        the model writes more of it (a reply cut by the token limit or stopped).
+
+        An assistant message may carry its `reasoning` (text) beside its answer (`content`): it is
+        passed to the template only through the field the template reads earlier reasoning from
+        (Qwen3's `reasoning_content`, gpt-oss's `thinking`), so the template decides what the model
+        sees again; templates without one never see it. `thinking` sets the template's Think switch
+        (`enable_thinking`, or gpt-oss's `reasoning_effort`); None keeps its default."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
@@ -64,17 +84,53 @@ class TextCodec:
                 raise InvalidRequestError(f"message {i}: role must be one of {', '.join(ROLES)}, not {m['role']!r}")
             if not isinstance(m["content"], str):
                 raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
+            if not isinstance(m.get("reasoning") or "", str):
+                raise InvalidRequestError(f"message {i}: reasoning must be a string")
+        if thinking is not None and not isinstance(thinking, bool):
+            raise InvalidRequestError(f"thinking must be True, False or None, not {thinking!r}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
+        shown = [self._for_template(m, continue_final and i == len(messages) - 1) for i, m in enumerate(messages)]
         try:
             return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=not continue_final,
-                continue_final_message=continue_final)
+                shown, tokenize=False, add_generation_prompt=not continue_final,
+                continue_final_message=continue_final, **self.reasoning.template_kwargs(thinking))
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
+
+    def _for_template(self, message: dict, open_reply: bool) -> dict:
+        """A message as the template takes it: reasoning in the template's own field, or dropped.
+        A reply left open to be continued keeps its reasoning inline (`<think>` format), so the
+        model goes on where it stopped, even inside its reasoning."""
+        shown = {k: v for k, v in message.items() if k != "reasoning"}
+        thought = message.get("reasoning") or ""
+        if not thought or message["role"] != "assistant":
+            return shown
+        if open_reply and self.reasoning.kind == "think":
+            closed = f"\n{reasoning.THINK_CLOSE}\n\n{message['content']}" if message["content"] else ""
+            shown["content"] = f"{reasoning.THINK_OPEN}\n{thought}{closed}"
+        elif self.reasoning.history_field:
+            shown[self.reasoning.history_field] = thought
+        return shown
+
+    def reply_start(self, thinking: Optional[bool] = None) -> reasoning.Start:
+        """Where a new reply begins for the splitter: the template's generation prompt may open the
+        reasoning (DeepSeek-R1) or close it (Qwen3 with thinking off). Worked out once per switch
+        value from a one-message conversation: the generation prompt does not depend on the rest."""
+        if thinking not in self._starts:
+            probe = [{"role": "user", "content": "?"}]
+            kwargs = self.reasoning.template_kwargs(thinking)
+            try:
+                asked = self.tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True, **kwargs)
+                plain = self.tokenizer.apply_chat_template(probe, tokenize=False, **kwargs)
+            except Exception:  # a template that cannot render the probe: assume nothing
+                asked = plain = ""
+            tail = asked[len(plain):] if asked.startswith(plain) else asked[-64:]
+            self._starts[thinking] = reasoning.start_of(tail, self.reasoning)
+        return self._starts[thinking]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; special-token text maps to its ids, nothing is added."""
@@ -84,17 +140,21 @@ class TextCodec:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
 
     def stream_decoder(self) -> "StreamDecoder":
-        return StreamDecoder(self.tokenizer.backend_tokenizer)
+        return StreamDecoder(self.tokenizer.backend_tokenizer, self._markers)
 
 
 class StreamDecoder:
     """Text of each new token, never splitting a multi-byte character (tokenizers' DecodeStream)."""
 
-    def __init__(self, backend_tokenizer) -> None:
+    def __init__(self, backend_tokenizer, markers: Optional[dict[int, str]] = None) -> None:
         from tokenizers.decoders import DecodeStream
 
         self._tokenizer = backend_tokenizer
         self._stream = DecodeStream(skip_special_tokens=True)
+        self._markers = markers or {}
 
     def step(self, token_id: int) -> str:
-        return self._stream.step(self._tokenizer, token_id) or ""
+        """Special tokens are skipped, except the reasoning format's tags (`markers`), which the
+        reasoning splitter reads and removes."""
+        text = self._stream.step(self._tokenizer, token_id) or ""
+        return text + self._markers.get(token_id, "")

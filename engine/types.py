@@ -167,6 +167,22 @@ class Chunk:
     prefill: Optional[tuple[int, int]] = None
     """Progress of a long prompt: (tokens read so far, tokens to read in all), on an otherwise empty
     chunk sent after each prefill forward while prompt tokens remain; None on every other chunk."""
+    reasoning: str = ""
+    """New reasoning text: what a thinking model (Qwen3, DeepSeek-R1, SmolLM3, gpt-oss) writes
+    before its answer, with its tags removed; `text` then holds only the answer. "" for models that
+    do not think and for replies of `Session.generate` (raw continuations are not split)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A whole reply, as `Stream.reply()` gives it."""
+
+    text: str
+    """The answer."""
+    reasoning: str
+    """The reasoning before it ("" when the model did not think)."""
+    finish_reason: Optional[FinishReason]
+    stats: Optional[GenerationStats]
 
 
 @dataclass(frozen=True)

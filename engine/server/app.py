@@ -118,8 +118,8 @@ async def _respond(kind: str, pool, body, begin):
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    text, finish_reason, usage = await collect(reply)
-    return shape.whole(text, finish_reason, usage)
+    text, finish_reason, usage, reasoning = await collect(reply)
+    return shape.whole(text, finish_reason, usage, reasoning)
 
 
 def _session_id(in_body: Optional[str], in_header: Optional[str]) -> Optional[str]:

@@ -49,6 +49,9 @@ class Piece:
     text: str
     finish_reason: Optional[str] = None
     usage: Optional[Usage] = None
+    reasoning: str = ""
+    """Reasoning text of a thinking model, sent apart as `reasoning_content` (stop strings apply
+    only to the answer)."""
 
 
 class _Failure:
@@ -134,18 +137,19 @@ class Reply:
                     self._failed = True
                     raise APIError(500, f"the reply failed: {item.error}", "generation_failed", "server_error")
                 generated += len(item.token_ids)
+                reasoning = "" if self._matcher.stopped else item.reasoning
                 text = self._matcher.feed(item.text)
                 if self._matcher.stopped and item.finish_reason is None:
                     # The rest is cut off: stop the engine at the next token, and keep reading to its
                     # last chunk, which carries the usage (closing the stream would end the pump early).
                     self.lease.session.cancel()
                 if item.finish_reason is None:
-                    if text:
-                        yield Piece(text)
+                    if text or reasoning:
+                        yield Piece(text, reasoning=reasoning)
                     continue
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
-                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated))
+                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), reasoning)
                 return
         finally:
             self.close()

@@ -25,10 +25,12 @@ class Shape:
         return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
                 "system_fingerprint": None, "session_id": self.session_id}
 
-    def whole(self, text: str, finish_reason: str, usage: Usage) -> dict:
+    def whole(self, text: str, finish_reason: str, usage: Usage, reasoning: str = "") -> dict:
         if self.kind == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "finish_reason": finish_reason, "logprobs": None}
+            message = {"role": "assistant", "content": text}
+            if reasoning:  # as llama.cpp's server and DeepSeek's API send it
+                message["reasoning_content"] = reasoning
+            choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
             body = self._head("chat.completion")
         else:
             choice = {"index": 0, "text": text, "finish_reason": finish_reason, "logprobs": None}
@@ -36,10 +38,12 @@ class Shape:
         return {**body, "choices": [choice], "usage": usage.as_json()}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
-              with_usage: bool = False) -> dict:
+              with_usage: bool = False, reasoning: str = "") -> dict:
         if self.kind == "chat":
             delta: dict = {"role": "assistant", "content": text or ""} if first else (
                 {"content": text} if text else {})
+            if reasoning:
+                delta["reasoning_content"] = reasoning
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
             body = self._head("chat.completion.chunk")
         else:
@@ -62,13 +66,15 @@ def sse(obj: dict) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-async def collect(reply: Reply) -> tuple[str, str, Usage]:
-    """The whole reply (non-streamed requests)."""
+async def collect(reply: Reply) -> tuple[str, str, Usage, str]:
+    """The whole reply (non-streamed requests): answer, finish reason, usage, reasoning."""
     parts: list[str] = []
+    thoughts: list[str] = []
     async for piece in reply.pieces():
         parts.append(piece.text)
+        thoughts.append(piece.reasoning)
         if piece.finish_reason is not None:
-            return "".join(parts), piece.finish_reason, piece.usage
+            return "".join(parts), piece.finish_reason, piece.usage, "".join(thoughts)
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 
 
@@ -81,8 +87,8 @@ async def events(reply: Reply, shape: Shape, include_usage: bool) -> AsyncIterat
         last: Optional[Piece] = None
         async for piece in reply.pieces():
             last = piece
-            if piece.text:
-                yield sse(shape.chunk(piece.text, with_usage=include_usage))
+            if piece.text or piece.reasoning:
+                yield sse(shape.chunk(piece.text, with_usage=include_usage, reasoning=piece.reasoning))
             if piece.finish_reason is not None:
                 yield sse(shape.chunk(None, piece.finish_reason, with_usage=include_usage))
         if include_usage and last is not None and last.usage is not None:

@@ -30,11 +30,18 @@ class ChatMessage(_Strict):
     role: Literal["system", "developer", "user", "assistant"]
     content: Union[str, list[TextPart]]
     name: Optional[str] = None
+    reasoning_content: Optional[str] = None
+    """An earlier reply's reasoning, as this server returns it; the chat template decides whether
+    the model sees it again."""
 
     def as_engine(self) -> dict:
-        """{"role", "content"} as the chat template expects (developer is the newer name of system)."""
+        """{"role", "content"} as the chat template expects (developer is the newer name of system),
+        with "reasoning" for an assistant message that carries its reasoning."""
         text = self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
-        return {"role": "system" if self.role == "developer" else self.role, "content": text}
+        message = {"role": "system" if self.role == "developer" else self.role, "content": text}
+        if self.role == "assistant" and self.reasoning_content:
+            message["reasoning"] = self.reasoning_content
+        return message
 
 
 class StreamOptions(_Strict):
