@@ -12,8 +12,8 @@ import pytest
 from engine import SamplingParams
 from engine.reasoning import ReasoningFormat, detect
 from engine.text import TextCodec
+from tests.engine.helpers import TEMPLATES, with_template
 
-TEMPLATES = Path(__file__).parent / "data" / "templates"
 GPT_OSS_MARKERS = ["<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|return|>", "<|call|>", "<|constrain|>"]
 
 # What each family's model writes after its template's generation prompt, and how it splits.
@@ -146,10 +146,7 @@ def test_gpt_oss_channel_tokens_reach_the_splitter_through_the_decoder(bundled_f
 
 
 def _tiny_with_template(tiny_models, tmp_path: Path, name: str) -> Path:
-    folder = tmp_path / f"tiny-{name}"
-    shutil.copytree(tiny_models["llama"], folder)
-    (folder / "chat_template.jinja").write_text((TEMPLATES / f"{name}.jinja").read_text())
-    return folder
+    return with_template(tiny_models["llama"], tmp_path / f"tiny-{name}", name)
 
 
 def test_a_reply_that_starts_inside_the_reasoning_streams_it_apart(make_engine, tiny_models, tmp_path):
