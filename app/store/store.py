@@ -86,7 +86,7 @@ class Store:
 
     def update_conversation(self, conversation_id: int, *, title: str = _UNSET, model: Optional[str] = _UNSET,
                             system_prompt: str = _UNSET, sampling: dict = _UNSET,
-                            pinned: bool = _UNSET) -> Conversation:
+                            pinned: bool = _UNSET, thinking: Optional[bool] = _UNSET) -> Conversation:
         """Change any of a conversation's settings (only the ones passed). Does not move it in
         the list: `updated_at` follows messages, not settings."""
         changes = {"title": title, "model": model, "system_prompt": system_prompt}
@@ -96,6 +96,10 @@ class Store:
             changes["sampling"] = sampling_json(sampling)
         if pinned is not _UNSET:
             changes["pinned"] = int(bool(pinned))
+        if thinking is not _UNSET:
+            if thinking is not None and not isinstance(thinking, bool):
+                raise InvalidValueError(f"thinking must be None, True or False, not {thinking!r}")
+            changes["thinking"] = None if thinking is None else int(thinking)
         self.get_conversation(conversation_id)
         if changes:
             self.db["conversations"].update(conversation_id, changes)
@@ -121,13 +125,15 @@ class Store:
     def append_message(self, conversation_id: int, role: str, content: str, *, status: str = "complete",
                        token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None,
                        error: Optional[str] = None, parent_id: Optional[int] = LEAF,
-                       model: Optional[str] = None, finish_reason: Optional[str] = None) -> Message:
+                       model: Optional[str] = None, finish_reason: Optional[str] = None,
+                       reasoning: str = "", reasoning_s: Optional[float] = None) -> Message:
         """Add a message (one transaction) and return it. It follows `parent_id` (default: the end
         of the shown branch; None: a new first message), and is shown: when that parent already
         has children, it becomes their newest version and the old ones are kept."""
         check_choice("role", role, ROLES)
         check_choice("status", status, STATUSES)
         check_text("content", content)
+        check_text("reasoning", reasoning)
         check_text("model", model, optional=True)
         now = self.clock()
         with self.db.atomic():
@@ -144,7 +150,8 @@ class Store:
                 "content": content, "status": status, "token_ids": token_ids_json(token_ids),
                 "error": error, **(stats or ReplyStats()).columns(), "created_at": now, "updated_at": now,
                 "parent_id": parent_id, "chosen": branches.next_chosen(self.db, conversation_id),
-                "model": model, "finish_reason": finish_reason})
+                "model": model, "finish_reason": finish_reason, "reasoning": reasoning,
+                "reasoning_s": reasoning_s})
             self._touch_conversation(conversation_id, now)
         return self.get_message(table.last_pk)
 
