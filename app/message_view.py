@@ -214,6 +214,7 @@ class MessageView(QFrame):
 
     def replace_message(self, shown: Shown) -> None:
         """Show `shown` as it is, dropping whatever text this view had (a new version starts)."""
+        self._clock = ThinkingClock()  # a new reply thinks from its own start
         self._apply(shown)
     def set_prefill(self, done: int, total: int) -> None:
         """A streaming reply whose long prompt is still being read shows how far it got."""
