@@ -49,9 +49,10 @@ def test_reasoning_content_comes_back_apart(thinking_server):
 
 
 @contextmanager
-def inline_server(deltas: list[list[str]]) -> Iterator[str]:
-    """An OpenAI-style server that streams each request's content as the next list of deltas,
-    leaving <think> inline (as a server without a reasoning parser does)."""
+def inline_server(deltas: list[list]) -> Iterator[str]:
+    """An OpenAI-style server that streams each request's reply as the next list of deltas: text
+    is content, left with <think> inline (as a server without a reasoning parser does); a dict is
+    sent as the delta itself."""
     pending = list(deltas)
 
     class Handler(BaseHTTPRequestHandler):
@@ -60,7 +61,8 @@ def inline_server(deltas: list[list[str]]) -> Iterator[str]:
 
         def do_POST(self) -> None:  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
-            events = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            events = [{"choices": [{"index": 0, "finish_reason": None,
+                                    "delta": piece if isinstance(piece, dict) else {"content": piece}}]}
                       for piece in pending.pop(0)]
             events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
@@ -98,3 +100,16 @@ def test_inline_think_tags_split_at_every_cut():
                     assert (reply.reasoning, reply.text) == ("Two and two.", "Four."), cut
         finally:
             remote.close()
+
+
+def test_vllm_and_ollamas_reasoning_field_is_read_too():
+    deltas = [[{"role": "assistant", "content": ""}, {"reasoning": "Two and "}, {"reasoning": "two."},
+               {"content": "Four."}]]
+    with inline_server(deltas) as url:
+        remote = RemoteEngine.connect(url)
+        try:
+            with remote.open_session() as session:
+                reply = session.chat(ASK, SamplingParams(temperature=0)).reply()
+        finally:
+            remote.close()
+    assert (reply.reasoning, reply.text) == ("Two and two.", "Four.")
