@@ -167,10 +167,14 @@ class ConfabApp(QObject):
         precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
         self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.max_context,
-                              precision, reason)
+                              precision, reason, getattr(engine, "backend_reason", ""))
         self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
+        self.quick_chat.context_limit = engine.max_context
+        counter = engine.count_tokens if engine.counts_tokens else None  # a remote engine cannot count
+        self.window.set_token_counter(counter)
+        self.quick_chat.files.set_counter(counter)
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:
@@ -201,6 +205,8 @@ class ConfabApp(QObject):
         self.dark = apply_theme(self.qapp, settings.theme, settings.font_size)
         self.window.chat_view.set_dark(self.dark)
         self.bridge.params = sampling_params({}, settings)
+        self.window.chat.files.tray.keep_bytes = settings.keep_attachment_files
+        self.quick_chat.files.keep_bytes = settings.keep_attachment_files
         self.window.hide_on_close = bool(settings.close_to_tray and self.tray is not None and self.tray.visible)
         if self.tray is not None and self.tray.visible:  # never hide the Dock icon with no way back
             set_menubar_only(settings.menubar_only)

@@ -18,9 +18,10 @@ from app.bridge import Bridge, Finished, Send
 from app.chat_view import ChatView
 from app.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.composer import Composer
+from app.composer_files import ComposerFiles
 from app.conversation_header import SETTINGS_BUTTON_TEXT, PromptBadge, TitleLabel
 from app.markdown_render import plain_title
-from app.store import Message
+from app.store import Attachment, Message
 from app.thinking_block import ThinkSwitch
 from engine import Chunk, ContextOverflowError
 
@@ -103,6 +104,8 @@ class ChatPanel(QWidget):
         self.composer.submitted.connect(self.send)
         self.composer.textChanged.connect(lambda: self.context_meter.set_draft(self.composer.toPlainText()))
         self.composer.stop_requested.connect(self.stop)
+        self.files = ComposerFiles(self.composer, self.context_meter, self)
+        """Files attached to the next message (📎, drop, paste) and their chips."""
         self.send_button = QPushButton("Send")
         self.send_button.setAccessibleName("Send message")
         self.send_button.setToolTip("Send (Enter)")
@@ -123,6 +126,7 @@ class ChatPanel(QWidget):
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.files.button)
         buttons.addStretch()
         compose_row = QHBoxLayout()
         compose_row.addWidget(self.composer)
@@ -131,6 +135,7 @@ class ChatPanel(QWidget):
         box.setContentsMargins(0, 6, 6, 6)
         box.addLayout(header)
         box.addWidget(self.chat_view, stretch=1)
+        box.addWidget(self.files.tray)
         box.addLayout(compose_row)
 
     # -- state -------------------------------------------------------------------------------------
@@ -139,6 +144,7 @@ class ChatPanel(QWidget):
         self._ready = ready
         self.composer.setEnabled(ready)
         self.send_button.setEnabled(ready)
+        self.files.button.setEnabled(ready)
         self.composer.setPlaceholderText(READY_HINT if ready else reason)
         self.composer.setToolTip("" if ready else reason)
         if ready:
@@ -191,52 +197,63 @@ class ChatPanel(QWidget):
 
     # -- replies -----------------------------------------------------------------------------------
     def send(self, text: str) -> None:
-        """Send `text` in the current conversation (a new one, titled by the text, when none)."""
+        """Send `text`, with the files attached in the composer, in the current conversation (a new
+        one, titled by the text or the first file's name, when none)."""
         if self._creating == self._page or (self.current_id is not None and self.current_id in self.bridge.replying()):
             self._give_back(text)
             self.notice.emit("Still replying here: wait, or press Esc to stop")
             return
+        if self.files.tray.reading():
+            self._give_back(text)
+            self.notice.emit("Still reading a file: wait for it, or remove it with its ×")
+            return
+        files = self.files.tray.take()
         self._sent_base = self.context_meter.used
-        self.context_meter.set_used(self.context_meter.used + estimate_tokens(text) + 4)  # until its reply counts
+        sent = estimate_tokens(text) + sum(estimate_tokens(a.text) for a in files)
+        self.context_meter.set_used(self.context_meter.used + sent + 4)  # until its reply counts
+        named = text or (files[0].name if files else "")
         if self.current_id is None:
             page = self._creating = self._page
             settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
             thinking = None if self.new_thinking else False  # on: the model's default
             self.bridge.run(lambda store: store.update_conversation(store.create_conversation(
-                title_from(text), system_prompt=settings[0], sampling=settings[1]).id, thinking=thinking)).success(
-                lambda c: self._created(c.id, c.title, text, page)).failure(
-                lambda e: self._create_failed(text, e, settings))
+                title_from(named), system_prompt=settings[0], sampling=settings[1]).id, thinking=thinking)).success(
+                lambda c: self._created(c.id, c.title, text, page, files)).failure(
+                lambda e: self._create_failed(text, e, settings, files))
             return
         cid = self.current_id
-        self.bridge.run(lambda store: _name_if_untitled(store, cid, text))
-        self.chat_view.add_pending("user", text)
-        self._start(Send(self.bridge, cid, text))
+        self.bridge.run(lambda store: _name_if_untitled(store, cid, named))
+        self.chat_view.add_pending("user", text, files)
+        self._start(Send(self.bridge, cid, text, attachments=files))
 
-    def _give_back(self, text: str) -> None:
-        """Not sent: the text goes back into the composer (the user's words are never dropped)."""
+    def _give_back(self, text: str, files: tuple[Attachment, ...] = ()) -> None:
+        """Not sent: the text and files go back into the composer (nothing the user gave is dropped)."""
         if not self.composer.toPlainText().strip():
             self.composer.setPlainText(text)
             self.composer.moveCursor(QTextCursor.MoveOperation.End)
+        self.files.tray.restore(files)
 
-    def _create_failed(self, text: str, error: BaseException, settings: tuple[str, dict]) -> None:
+    def _create_failed(self, text: str, error: BaseException, settings: tuple[str, dict],
+                       files: tuple[Attachment, ...] = ()) -> None:
         self._creating = None
-        self._give_back(text)
+        self._give_back(text, files)
         if self.current_id is None and self.new_settings == ("", {}):
             self.set_new_settings(*settings)  # kept for the next try, like the text
         self.error.emit(RuntimeError(f"Could not start a conversation: {error}"))
 
-    def _created(self, conversation_id: int, title: str, text: str, page: int) -> None:
+    def _created(self, conversation_id: int, title: str, text: str, page: int,
+                 files: tuple[Attachment, ...] = ()) -> None:
         if self._creating == page:
             self._creating = None
         if page != self._page:  # the user moved on (Ctrl+N, another conversation): reply unseen
-            self._start(Send(self.bridge, conversation_id, text), placeholder=False)
+            self._start(Send(self.bridge, conversation_id, text, attachments=files), placeholder=False)
             return
         self.current_id = conversation_id
         self.title_label.setText(title)
         self.chat_view.set_messages(conversation_id, [])
         self.conversation_created.emit(conversation_id)
-        self.chat_view.add_pending("user", text)
-        self._start(Send(self.bridge, conversation_id, text))
+        self.chat_view.add_pending("user", text, files)
+        self._start(Send(self.bridge, conversation_id, text, attachments=files))
 
     def _can_restart(self) -> bool:
         return self.current_id is not None and self.current_id not in self.bridge.replying()

@@ -83,9 +83,11 @@ class ChatView(QScrollArea):
         self.set_messages(conversation_id, [])
         self.empty_label.hide()
 
-    def add_pending(self, role: str, text: str) -> None:
-        """Append a message the store does not hold yet (the user's text, the reply's placeholder)."""
-        self._add_view(Shown(None, role, text, "streaming" if role == "assistant" else "complete"))
+    def add_pending(self, role: str, text: str, attachments: tuple = ()) -> None:
+        """Append a message the store does not hold yet (the user's text and files, the reply's
+        placeholder)."""
+        self._add_view(Shown(None, role, text, "streaming" if role == "assistant" else "complete",
+                             attachments=attachments))
         self._stick_to_bottom = True  # the user just sent: show it
         self._after_change()
 
@@ -104,7 +106,8 @@ class ChatView(QScrollArea):
         index = next((i for i, v in enumerate(self._views) if v.shown.id == message_id), None)
         if index is None:
             return
-        self._views[index].replace_message(Shown(None, "user", text, "complete"))
+        files = self._views[index].shown.attachments  # the new version keeps them
+        self._views[index].replace_message(Shown(None, "user", text, "complete", attachments=files))
         self._remove_views_from(index + 1)
         self.add_pending("assistant", "")
 

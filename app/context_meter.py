@@ -19,7 +19,8 @@ from app.store import Message
 
 CHARS_PER_TOKEN = 4.0
 """Rough characters per token of English text for the draft estimate; while a long message is
-read, the engine's own count replaces it."""
+read, the engine's own count replaces it. Attached files are counted by the engine where it can
+(`attachment_count`)."""
 NEARLY_FULL = 0.85
 """Share of the context past which the meter warns that replies will soon be cut short."""
 
@@ -43,7 +44,8 @@ def used_tokens(messages: list[Message]) -> int:
             used, start = stats.prompt_tokens + stats.completion_tokens, i + 1
             break
     # Before any reply with figures (or after it): the text itself, estimated, plus template overhead.
-    return used + sum(estimate_tokens(m.content) + 4 for m in messages[start:])
+    return used + sum(estimate_tokens(m.content) + sum(estimate_tokens(f.text) for f in m.attachments) + 4
+                      for m in messages[start:])
 
 
 class ContextMeter(QLabel):
@@ -55,6 +57,10 @@ class ContextMeter(QLabel):
         self.limit = 0
         self.used = 0
         self.draft = 0
+        self.files = 0
+        """Tokens of the files attached to the draft (see `files_exact`)."""
+        self.files_exact = False
+        """`files` is the model's own count (else an estimate)."""
         self.level = "ok"
         """"ok", "nearly" (past `NEARLY_FULL`) or "full" (the next message would not fit)."""
         self.hide()
@@ -72,13 +78,19 @@ class ContextMeter(QLabel):
         self.draft = estimate_tokens(text)
         self._update()
 
+    def set_files(self, tokens: int, exact: bool = False) -> None:
+        """Tokens of the files attached to the draft (`exact`: the model's count, not an estimate):
+        counted in the figure, since they are sent."""
+        self.files, self.files_exact = tokens, exact
+        self._update()
+
     def _update(self) -> None:
         if self.limit <= 0:
             self.hide()
             return
-        total = self.used + self.draft
+        total = self.used + self.draft + self.files
         self.level = "full" if total >= self.limit else "nearly" if total >= NEARLY_FULL * self.limit else "ok"
-        figures = f"{min(self.used, self.limit):,} / {self.limit:,} tokens"
+        figures = f"{min(self.used + self.files, self.limit):,} / {self.limit:,} tokens"
         if self.level == "full":
             self.setText(f"⚠ {figures} — full: the next message will not be answered")
             self.setToolTip(FULL_TIP.format(limit=self.limit))
@@ -87,6 +99,8 @@ class ContextMeter(QLabel):
             self.setToolTip(NEARLY_FULL_TIP.format(limit=self.limit))
         else:
             self.setText(figures)
-            self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})")
+            self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})"
+                            + (f", with {'' if self.files_exact else 'about '}{self.files:,} of the attached files"
+                               if self.files else ""))
         self.setStyleSheet("color: #b36b00;" if self.level != "ok" else "")
         self.show()

@@ -69,6 +69,14 @@ def open_file(parent: Optional[QWidget], caption: str, filters: str) -> Optional
     return _chosen(file)
 
 
+def open_files(parent: Optional[QWidget], caption: str, filters: str) -> list[Path]:
+    """Files to read (none when the user cancels)."""
+    files, _ = QFileDialog.getOpenFileNames(parent, caption, str(start_folder()), filters)
+    if files:
+        remember(files[0])
+    return [Path(f) for f in files]
+
+
 def save_file(parent: Optional[QWidget], caption: str, name: str, filters: str,
               selected_filter: str = "") -> tuple[Optional[Path], str]:
     """(file to write or None, the filter the user picked); `name` is the suggested file name."""

@@ -11,13 +11,15 @@ from typing import Callable, Literal, Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QLabel, QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
+from PySide6.QtWidgets import (QMainWindow, QMessageBox, QProgressBar, QSplitter, QVBoxLayout,
                                QWidget)
 
 from app.bridge import Bridge, Finished
 from app.chat_panel import ChatPanel
 from app.conversation_files import ConversationFiles
 from app.conversation_list import ConversationList
+from app.file_drop import FileDrop
+from app.status_parts import PartLabel, StatusPart, backend_text, backend_tip
 from app.store import Conversation
 from app.undo_bar import UndoBar
 from app.window_status import StatusFigures, StatusNotices
@@ -107,6 +109,8 @@ class MainWindow(QMainWindow):
         self.chat.error.connect(self.show_error)
         self.chat.notice.connect(lambda text: self.notices.show(text, NOTICE_MS))
         self.chat.settings_requested.connect(self.conversation_settings_requested)
+        self.file_drop = FileDrop(self)  # files dropped anywhere on the window are attached
+        self.file_drop.dropped.connect(self.chat.files.tray.add_paths)
         # Short names the tests and the self-test use.
         self.composer = self.chat.composer
         self.chat_view = self.chat.chat_view
@@ -171,9 +175,11 @@ class MainWindow(QMainWindow):
         self.progress.setRange(0, 100)
         self.progress.setMaximumWidth(160)
         self.progress.hide()
-        self.model_label = QLabel("")
+        self.model_label = PartLabel("")
         self.model_label.setAccessibleName("Current model")
-        self.stats_label = QLabel("")
+        self.backend_label = PartLabel("")
+        self.backend_label.setAccessibleName("Backend the model runs on")
+        self.stats_label = PartLabel("")
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
         self.figures.setAccessibleName("Conversations in memory and app memory")
@@ -183,9 +189,9 @@ class MainWindow(QMainWindow):
         self.error_dialog: Optional[QMessageBox] = None
         """The last failed model load's dialog (the whole message), while open."""
         bar.addPermanentWidget(self.progress)
-        bar.addPermanentWidget(self.stats_label)
-        bar.addPermanentWidget(self.figures)
-        bar.addPermanentWidget(self.model_label)
+        # Each part after a thin line: memory, model and backend never run together.
+        for label in (self.stats_label, self.figures, self.model_label, self.backend_label):
+            bar.addPermanentWidget(StatusPart(label))
 
     def setup_bridge(self) -> None:
         self.bridge.unhandled_error = self.show_error
@@ -201,22 +207,25 @@ class MainWindow(QMainWindow):
             self.progress.hide()
 
     def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0,
-                  precision: str = "", precision_reason: str = "") -> None:
-        """Show the loaded model (name, backend, device, the precision its weights compute in and
-        why) and, from then on, its capacity and how much of its context (`max_context` tokens) the
-        conversation shown fills."""
+                  precision: str = "", precision_reason: str = "", backend_reason: str = "") -> None:
+        """Show the loaded model (its name; then the backend it runs on, the device, the precision
+        its weights compute in, and why) and, from then on, its capacity and how much of its
+        context (`max_context` tokens) the conversation shown fills."""
         self.chat.context_meter.set_limit(max_context)
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
-        where = f"{backend}/{device}" + (f" · {precision}" if precision else "")
-        self.model_label.setText(f"{name} · {where}")
-        tip = f"Model: {name}\nBackend: {backend}\nDevice: {device}"
-        if precision:
-            tip += f"\nPrecision: {precision_reason or precision}"
-        self.model_label.setToolTip(tip)
-        self._model_text = f"<b>{name}</b> is loaded and ready ({backend} on {device})."
+        self.model_label.setText(name)
+        self.model_label.setToolTip(f"Model: {name}" + (f"\nContext: {max_context:,} tokens" if max_context else ""))
+        self.backend_label.setText(backend_text(backend, device, precision))
+        self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason))
+        self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."
         self._demo = "smollm2-135m" in name.lower()
         self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))
         self.figures.set_capacity_source(capacity)
+
+    def set_token_counter(self, count) -> None:
+        """The loaded engine's exact token count (`Engine.count_tokens`) for attached files, or None
+        where it cannot count (a remote engine): their counts are then estimates, shown with "~"."""
+        self.chat.files.tray.set_counter(count)
 
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QScrol
 
 from app.markdown_render import code_blocks, copy_index, render_markdown
 from app.message_editor import EditPanel
+from app.message_attachments import MessageFiles
 from app.prefill_progress import PrefillProgress
 from app.store import Message
 from app.thinking_block import ThinkingBlock, ThinkingClock
@@ -53,12 +54,13 @@ class Shown:
     reasoning: str = ""
     """What a thinking model wrote before its answer (`content`), shown apart and collapsed."""
     reasoning_s: Optional[float] = None
+    attachments: tuple = ()  # the message's attached files (`Attachment` records)
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s)
+                   m.reasoning, m.reasoning_s, m.attachments)
 
     @property
     def thinking(self) -> bool:
@@ -153,6 +155,8 @@ class MessageView(QFrame):
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(2)
         box.addLayout(self.header)
+        self.files = MessageFiles()
+        box.addWidget(self.files)
         self.progress = PrefillProgress()
         box.addWidget(self.progress)
         self.thinking = ThinkingBlock()  # above the answer; collapsed
@@ -216,6 +220,7 @@ class MessageView(QFrame):
         """Show `shown` as it is, dropping whatever text this view had (a new version starts)."""
         self._clock = ThinkingClock()  # a new reply thinks from its own start
         self._apply(shown)
+
     def set_prefill(self, done: int, total: int) -> None:
         """A streaming reply whose long prompt is still being read shows how far it got."""
         if self.shown.status == "streaming" and not self.shown.content:
@@ -275,6 +280,9 @@ class MessageView(QFrame):
         self.model_label.setText(model)
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
+        self.files.show_files(shown.attachments)
+        if shown.role == "user" and self.editor is None:
+            self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")
         self.version_label.setToolTip(f"Version {shown.version} of {shown.versions}")
         self._update_buttons()

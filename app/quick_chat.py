@@ -8,7 +8,8 @@
 
 Its exchanges are an ordinary conversation titled "Quick chat" (the most recent one with that exact
 title, created when there is none), so the main window lists it and can continue it. It reaches the
-store and the engine only through the Bridge; nothing here waits on either.
+store and the engine only through the Bridge; nothing here waits on either. Files dropped on the
+panel, or pasted into its question line, are attached to the next question (chips above the line).
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QPalette
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QTextBrowser, QToolButton, QVBoxLayout, QWidget)
 
+from app.attachment_tray import AttachmentTray
 from app.bridge import Bridge, Finished, Send
+from app.composer_files import REPLY_ROOM
+from app.file_drop import FileDrop, local_files
 from app.markdown_render import code_blocks, copy_index, render_markdown
 from app.prefill_progress import progress_text
 from app.store import Conversation, Store
@@ -91,6 +95,8 @@ class QuickChat(QWidget):
         self._asking = False  # from Enter until the reply ends (finding the conversation included)
         self._stop_early = False
         self._restyling = False
+        self.context_limit = 0
+        """The model's context in tokens (0: unknown), so a file too big for it is caught here."""
         self.setup_window()
         self.setup_widgets()
         self.setup_layout()
@@ -120,6 +126,13 @@ class QuickChat(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.15)  # the one thing to type in: easy to read
         self.input.setFont(font)
         self.input.setMinimumHeight(32)
+        self.input.installEventFilter(self)  # Ctrl+V of files attaches them
+        self.files = AttachmentTray()
+        self.files.room = lambda: (self.context_limit - min(REPLY_ROOM, self.context_limit // 4)
+                                   if self.context_limit > 0 else None)
+        self.files.context = lambda: self.context_limit or None
+        self.file_drop = FileDrop(self)
+        self.file_drop.dropped.connect(self.files.add_paths)
         self.answer = QTextBrowser()
         self.answer.setObjectName("quickChatAnswer")
         self.answer.setAccessibleName("Answer")
@@ -153,6 +166,7 @@ class QuickChat(QWidget):
         box = QVBoxLayout(self.panel)
         box.setContentsMargins(12, 8, 12, 10)
         box.addLayout(header)
+        box.addWidget(self.files)
         box.addWidget(self.input)
         box.addWidget(self.answer, stretch=1)
         box.addLayout(footer)
@@ -194,15 +208,20 @@ class QuickChat(QWidget):
     def send(self) -> None:
         """Ask what is in the question line (Enter)."""
         text = self.input.text().strip()
-        if not text or not self.ready or self._asking:
+        if not (text or self.files.attachments()) or not self.ready or self._asking:
             return
+        if self.files.reading():
+            self.status_label.setText("Still reading a file: wait for it, or remove it.")
+            return
+        files = self.files.take()
         self._asking, self._stop_early = True, False
-        self.question, self.reply_text = text, ""
+        self.question = "  ".join([*(f"📎 {a.name}" for a in files), text])
+        self.reply_text = ""
         self.input.clear()
         self.status_label.setText("Thinking…")
         self._render()
         self._update_controls()
-        self.bridge.run(find_or_create).success(lambda c: self._start(c.id, text)).failure(self._on_failed)
+        self.bridge.run(find_or_create).success(lambda c: self._start(c.id, text, files)).failure(self._on_failed)
 
     def stop(self) -> None:
         """Stop the streaming answer; what was said so far is kept and stored as cancelled."""
@@ -216,9 +235,9 @@ class QuickChat(QWidget):
             self.hide()
             self.continue_requested.emit(self.conversation_id)
 
-    def _start(self, conversation_id: int, text: str) -> None:
+    def _start(self, conversation_id: int, text: str, files: tuple = ()) -> None:
         self.conversation_id = conversation_id
-        self._send = (Send(self.bridge, conversation_id, text).on_chunk(self._on_chunk)
+        self._send = (Send(self.bridge, conversation_id, text, attachments=files).on_chunk(self._on_chunk)
                       .success(self._on_done).failure(self._on_failed).run())
         if self._stop_early:
             self._send.stop()
@@ -294,6 +313,16 @@ class QuickChat(QWidget):
             self._restyling = False
 
     # -- events ------------------------------------------------------------------------------------
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name)
+        """Ctrl+V in the question line attaches copied files instead of pasting their paths."""
+        if (watched is self.input and event.type() == QEvent.Type.KeyPress
+                and event.matches(QKeySequence.StandardKey.Paste)):
+            files = local_files(QApplication.clipboard().mimeData())
+            if files:
+                self.files.add_paths(files)
+                return True
+        return super().eventFilter(watched, event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
         if event.key() == Qt.Key.Key_Escape:
             self.hide()

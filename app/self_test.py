@@ -1,12 +1,16 @@
 """`python -m app --self-test`: the real window on a real model, end to end, in a temporary folder.
 
-Starts the app (offscreen when there is no display), sends a message in two conversations at once,
-waits for both replies, closes the app, starts it again on the same folder and checks that both
-conversations are there with their replies. Prints each step; exits 0, or 1 with the reason.
+Checks that llama.cpp's library loads (required in a frozen build), then writes a one-line PDF
+and reads its text back as an attached file is read: PDFium is a native library that pypdfium2 loads
+by path, which a packaged build must have collected. Then it starts the app (offscreen when there is
+no display), sends a message in two conversations at once, waits for both replies, closes the app,
+starts it again on the same folder and checks that both conversations are there with their replies.
+Prints each step; exits 0, or 1 with the reason.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import sys
@@ -15,12 +19,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine import EngineConfig, SamplingParams
+from engine import EngineConfig, SamplingParams, llama_library
 
 QUESTIONS = ("Name three colours.", "What is the capital of France?")
 PARAMS = SamplingParams(temperature=0, max_tokens=40)
 LOAD_TIMEOUT_S = 600
 REPLY_TIMEOUT_S = 300
+PDF_TEXT = "Confab reads the text of PDF files."
 
 
 class SelfTestFailed(Exception):
@@ -36,6 +41,8 @@ def run_self_test(source: str, config: EngineConfig) -> int:
     home = Path(tempfile.mkdtemp(prefix="confab-self-test-"))
     started = time.perf_counter()
     try:
+        check_llama_library(frozen=bool(getattr(sys, "frozen", False)))
+        check_pdf(home)
         first_run(qapp, home, source, config)
         second_run(qapp, home, source, config)
     except SelfTestFailed as e:
@@ -45,6 +52,56 @@ def run_self_test(source: str, config: EngineConfig) -> int:
         shutil.rmtree(home, ignore_errors=True)
     print(f"self-test passed in {time.perf_counter() - started:.1f} s", flush=True)
     return 0
+
+
+def check_llama_library(frozen: bool) -> None:
+    """An installer must ship llama.cpp's library and load it (GGUF models run on it); a source
+    install may lack it (bootstrap.py goes on without it where it cannot build), which is said."""
+    found = llama_library()
+    if found.available:
+        say(f"llama.cpp loads: {found.detail}")
+    elif frozen:
+        raise SelfTestFailed(f"llama.cpp does not load in this build ({found.detail})")
+    else:
+        say(f"llama.cpp is not installed here ({found.detail}); GGUF models run on torch")
+
+
+def check_pdf(folder: Path) -> None:
+    """Attaching a PDF works: write one with PDFium, read it back through the attachment reader."""
+    from app.attachment_reader import read_file
+
+    path = folder / "self-test.pdf"
+    try:
+        write_tiny_pdf(path, PDF_TEXT)
+        text = read_file(path).text.strip()
+    except Exception as e:  # ImportError or OSError when PDFium's library is missing from a build
+        raise SelfTestFailed(f"PDF files cannot be read: {type(e).__name__}: {e}") from e
+    if text != PDF_TEXT:
+        raise SelfTestFailed(f"a PDF's text read back as {text!r}, not {PDF_TEXT!r}")
+    say("read back the text of a PDF it wrote (PDFium is there)")
+
+
+def write_tiny_pdf(path: Path, text: str) -> None:
+    """A one-page PDF holding `text` in Helvetica, written by PDFium itself (pypdfium2 has no
+    helper for text objects, so its raw bindings: new text object, set its text, place it)."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    pdf = pdfium.PdfDocument.new()
+    try:
+        page = pdf.new_page(400, 100)
+        obj = raw.FPDFPageObj_NewTextObj(pdf, b"Helvetica", ctypes.c_float(12))
+        wide = ctypes.create_string_buffer((text + "\0").encode("utf-16-le"))
+        if not raw.FPDFText_SetText(obj, ctypes.cast(wide, ctypes.POINTER(raw.FPDF_WCHAR))):
+            raw.FPDFPageObj_Destroy(obj)
+            raise OSError("PDFium could not set the text of a text object")
+        raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, 20, 50)
+        raw.FPDFPage_InsertObject(page, obj)  # the page owns it from here
+        page.gen_content()
+        page.close()
+        pdf.save(str(path))
+    finally:
+        pdf.close()
 
 
 def first_run(qapp, home: Path, source: str, config: EngineConfig) -> None:

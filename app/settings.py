@@ -67,6 +67,9 @@ class AppSettings:
     """Bearer token the local API server requires ("" requires none)."""
     server_api_key: str = ""
     """API key of the remote server connected to last (Model ▸ Connect to server…; "" for none)."""
+    keep_attachment_files: bool = False
+    """Store a copy of each attached file's bytes with its message, besides its text (off: the
+    text sent to the model is kept, the file itself is not copied into the database)."""
 
 
 _LIMITS: dict[str, tuple[float, float]] = {

@@ -128,6 +128,12 @@ class SettingsDialog(QDialog):
         self.state_budget.setValue(s.state_budget_mb)
         form.addRow("Data folder:", row)
         form.addRow("Saved-state &budget:", self.state_budget)
+        self.keep_attachment_files = named(
+            QCheckBox("&Keep a copy of attached files"), "Keep a copy of attached files",
+            "Store each attached file itself (up to 64 MB) with its message, besides the text sent to "
+            "the model; off, only the text is kept")
+        self.keep_attachment_files.setChecked(s.keep_attachment_files)
+        form.addRow("", self.keep_attachment_files)
         return box
 
     def _window_group(self, s: AppSettings, tray_available: bool) -> QGroupBox:
@@ -198,5 +204,6 @@ class SettingsDialog(QDialog):
             else self._settings.menubar_only,
             quick_chat_shortcut=self.shortcut.keySequence().toString(QKeySequence.SequenceFormat.PortableText),
             confirm_quit=self.confirm_quit.isChecked(),
+            keep_attachment_files=self.keep_attachment_files.isChecked(),
             **self.local_server.values(),
         )

@@ -11,18 +11,19 @@ from typing import Callable, Optional
 
 import psutil
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
-from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from PySide6.QtWidgets import QStatusBar, QWidget
 
+from app.status_parts import PartLabel
 from engine import Capacity, EngineError
 
 REFRESH_MS = 2000
 
 
-class StatusFigures(QLabel):
+class StatusFigures(PartLabel):
     """"2 of 16 conversations in memory · App memory 1.2 GiB", refreshed every two seconds."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
-        super().__init__(parent)
+        super().__init__("", parent)
         self.capacity_source: Optional[Callable[[], Capacity]] = None
         """Returns the engine's current capacity (set once a model is loaded)."""
         self._process = psutil.Process()

@@ -23,6 +23,7 @@ from .engine import Engine
 from .errors import ContextOverflowError, EngineError
 from .estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
+from .native import LlamaLibrary, llama_library
 from .models.hub import Hit as SearchHit
 from .models.hub import Option as ModelOption
 from .models.hub import curated as curated_models
@@ -56,12 +57,14 @@ __all__ = [
     "EngineConfig",
     "GenerationStats",
     "Reply",
+    "LlamaLibrary",
     "MemoryEstimate",
     "SamplingParams",
     "Session",
     "Stream",
     "curated_models",
     "estimate_memory",
+    "llama_library",
     "repo_options",
     "search_models",
 ]

@@ -38,6 +38,8 @@ class Engine:
     """Sessions can be saved to disk and restored (a remote engine cannot: it resends the history)."""
     is_local = True
     """Runs in this process (the app may serve it on its local API)."""
+    counts_tokens = True
+    """`count_tokens` gives the model's exact count (a remote engine has no tokenizer here)."""
 
     def __init__(self, source: str, config: EngineConfig, progress: Optional[Progress]) -> None:
         if not isinstance(config, EngineConfig):
@@ -144,6 +146,13 @@ class Engine:
         """Identifies the chat template; a change means cached token prefixes may no longer match."""
         return self._codec.template_fingerprint
 
+    def chat_tokens(self, messages: list[dict], continue_final: bool = False,
+                    thinking: Optional[bool] = None) -> list[int]:
+        """The token ids a fresh session's `chat(messages)` prefills: the chat template's markers as
+        control tokens, message content as text (markers typed in it included)."""
+        codec = self._codec
+        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final, thinking=thinking))
+
     @property
     def reasoning(self) -> str:
         """How the model writes reasoning before its answer: "think" (`<think>` tags: Qwen3,
@@ -160,6 +169,22 @@ class Engine:
     def tokenizer(self):
         """The Hugging Face tokenizer (thread-safe for encode/decode)."""
         return self._codec.tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens `text` takes in this model's prompt, exactly (its tokenizer, no special tokens
+        added; as a chat message, the template adds a few around it).
+
+        Safe from any thread and never waits on the engine thread: it only runs the tokenizer,
+        through the text codec every backend shares, which serializes encodes with a lock (see
+        `TextCodec`). It works after `close()` too (the tokenizer is not the model), so a file
+        being counted while the app switches models still gets its figure. Cost grows with the text (about a second per few MB on a CPU core), so
+        count what could fit rather than a whole large file, and never on a GUI thread.
+
+            engine.count_tokens("Hello, world")  # 4 with SmolLM2's tokenizer
+        """
+        if not isinstance(text, str):
+            raise InvalidRequestError(f"text must be a string, not {type(text).__name__}")
+        return len(self._codec.encode(text)) if text else 0
 
     def capacity(self) -> Capacity:
         w = self._worker

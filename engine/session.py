@@ -183,7 +183,8 @@ class Session:
         does not break the match.
         """
         codec = self._engine._codec
-        text = codec.render(messages, continue_final=continue_final, thinking=thinking)
+        rendered = codec.render_traced(messages, continue_final=continue_final, thinking=thinking)
+        text = rendered.text
         if continue_final:  # the reply goes on where it stopped: inside its reasoning or its answer
             last = messages[-1]
             inside = bool(last.get("reasoning")) and not last["content"]
@@ -193,9 +194,9 @@ class Session:
         splitter = codec.reasoning.splitter(start)
         key_text, key_tokens = self._chat_key
         if key_text and text.startswith(key_text) and key_tokens == self._tokens:
-            prompt = list(key_tokens) + codec.encode(text[len(key_text):])
+            prompt = list(key_tokens) + codec.encode_chat(rendered, len(key_text))
         else:
-            prompt = codec.encode(text)
+            prompt = codec.encode_chat(rendered)
         return self._start(prompt, params, chat_text=text, splitter=splitter)
 
     def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -21,8 +24,40 @@ ROLES = ("system", "user", "assistant", "tool")
 """Message roles chat templates understand."""
 
 
+def clean(text: str) -> str:
+    """`text` with lone surrogates (valid in JSON and Python strings, not in UTF-8) as U+FFFD, as
+    the store writes them; the tokenizer cannot encode them. Surrogate pairs are joined."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered conversation and where in it the messages' own content lies."""
+
+    text: str
+    content: Optional[tuple[tuple[int, int], ...]]
+    """(start, end) character spans of message content; None when the template changed the content
+    in a way that could not be traced (then the text is encoded as a whole)."""
+
+
 class TextCodec:
-    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model."""
+    """Chat template rendering, encoding, stop tokens and a streaming decoder for one model.
+
+    `encode` is safe from any thread (the engine thread, a server's threads, the app's file readers
+    counting tokens): it holds `_lock`. A Hugging Face fast tokenizer's call is not purely a read:
+    transformers first sets the Rust tokenizer's truncation and padding to what the call asks for,
+    and older tokenizers releases failed such a change made while another thread encoded ("Already
+    borrowed"). With tokenizers 0.23 a truncating call during another thread's long encode raised
+    nothing, but `Engine.tokenizer` is public and a backend may bring its own tokenizer, so the
+    lock keeps the promise whatever the library. Encoding goes through transformers' call, whose
+    batch encode releases the GIL, so other Python threads (the GUI's) go on meanwhile; the Rust
+    tokenizer's single `encode` holds the GIL throughout (counting 500k characters stalled every
+    other thread for 0.45-0.8 s on a 2-core machine).
+    """
 
     def __init__(self, folder: Path) -> None:
         from transformers import AutoTokenizer
@@ -40,6 +75,7 @@ class TextCodec:
         self._starts: dict[Optional[bool], reasoning.Start] = {}
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
+        self._lock = threading.Lock()
 
     def _stop_ids(self, folder: Path) -> set[int]:
         ids: set[int] = set()
@@ -76,6 +112,12 @@ class TextCodec:
         (Qwen3's `reasoning_content`, gpt-oss's `thinking`), so the template decides what the model
         sees again; templates without one never see it. `thinking` sets the template's Think switch
         (`enable_thinking`, or gpt-oss's `reasoning_effort`); None keeps its default."""
+        return self.render_traced(messages, continue_final, thinking).text
+
+    def render_traced(self, messages: list[dict], continue_final: bool = False,
+                      thinking: Optional[bool] = None) -> Rendered:
+        """`render`, and where each message's content landed in the text (so `encode_chat` can
+        tokenize content as text while the template's own markers stay control tokens)."""
         if not isinstance(messages, list) or not messages or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
             raise InvalidRequestError("messages must be a non-empty list of {'role': ..., 'content': ...}")
@@ -93,7 +135,33 @@ class TextCodec:
         if continue_final and messages[-1]["role"] != "assistant":
             raise InvalidRequestError("only an assistant message can be continued; the last message is "
                                       f"{messages[-1]['role']!r}")
-        shown = [self._for_template(m, continue_final and i == len(messages) - 1) for i, m in enumerate(messages)]
+        messages = [{**m, "content": clean(m["content"])} for m in messages]
+        messages = [{**m, "reasoning": clean(m["reasoning"])} if m.get("reasoning") else m for m in messages]
+        try:
+            return self._traced(messages, continue_final, thinking, inline=True)
+        except InvalidRequestError:
+            last = messages[-1]
+            if not (continue_final and last.get("reasoning") and last["content"]):
+                raise
+            # A template that rewrites a reply's inline reasoning (DeepSeek-R1's drops it) cannot
+            # continue it as it stands: the answer goes on, its reasoning passed as for history.
+            return self._traced(messages, continue_final, thinking, inline=False)
+
+    def _traced(self, messages: list[dict], continue_final: bool, thinking: Optional[bool], inline: bool) -> Rendered:
+        last = len(messages) - 1
+        shown = [self._for_template(m, inline and continue_final and i == last) for i, m in enumerate(messages)]
+        text = self._apply(shown, continue_final, thinking)
+        # The same template over placeholders shows which characters are content: the text between
+        # placeholders is the template's. Placeholders are random so no content can contain one.
+        # Empty content stays empty (a reply cut inside its reasoning renders its reasoning open).
+        nonce = uuid.uuid4().hex
+        marks = [f"@{nonce}:{i}@" if m["content"] else "" for i, m in enumerate(messages)]
+        marked = [self._for_template({**m, "content": mark}, inline and continue_final and i == last)
+                  for i, (m, mark) in enumerate(zip(messages, marks))]
+        traced = self._apply(marked, continue_final, thinking)
+        return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
+
+    def _apply(self, shown: list[dict], continue_final: bool, thinking: Optional[bool]) -> str:
         try:
             return self.tokenizer.apply_chat_template(
                 shown, tokenize=False, add_generation_prompt=not continue_final,
@@ -133,14 +201,82 @@ class TextCodec:
         return self._starts[thinking]
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`; special-token text maps to its ids, nothing is added."""
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        """Token ids of `text`; special-token text maps to its ids, nothing is added. Any thread."""
+        with self._lock:
+            return list(self.tokenizer(clean(text), add_special_tokens=False).input_ids)
+
+    def encode_chat(self, rendered: Rendered, start: int = 0) -> list[int]:
+        """Token ids of `rendered.text[start:]` where a control token typed inside message content is
+        tokenized as the text it is (a message cannot forge a turn); the template's markers stay
+        control tokens.
+
+        The text is tokenized whole first: when no control token falls inside content (nearly
+        always) those are the ids, exactly as before. Otherwise template and content pieces are
+        tokenized apart, content with `split_special_tokens`."""
+        with self._lock:
+            return self._encode_chat(rendered.text[start:], start, rendered)
+
+    def _encode_chat(self, text: str, start: int, rendered: Rendered) -> list[int]:
+        spans = [(max(a - start, 0), b - start) for a, b in (rendered.content or ()) if b > start]
+        whole = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        special = self._special_ids
+        if not any(i in special and _inside(span, spans) for i, span in zip(whole.input_ids, whole.offset_mapping)):
+            return list(whole.input_ids)
+        ids: list[int] = []
+        at = 0
+        for a, b in spans:
+            if a > at:
+                ids += self.tokenizer(text[at:a], add_special_tokens=False).input_ids
+            ids += self.tokenizer(text[a:b], add_special_tokens=False, split_special_tokens=True).input_ids
+            at = b
+        if at < len(text):
+            ids += self.tokenizer(text[at:], add_special_tokens=False).input_ids
+        return ids
+
+    @property
+    def _special_ids(self) -> frozenset[int]:
+        ids = getattr(self, "_special_cache", None)
+        if ids is None:
+            decoder = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+            ids = frozenset(self.tokenizer.all_special_ids) | frozenset(
+                i for i, t in decoder.items() if getattr(t, "special", False))
+            self._special_cache = ids
+        return ids
 
     def decode(self, ids: list[int], keep_special: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
 
     def stream_decoder(self) -> "StreamDecoder":
         return StreamDecoder(self.tokenizer.backend_tokenizer, self._markers)
+
+
+def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:
+    """Content spans in `text`, found by putting each content where its placeholder is in `traced`;
+    None unless that rebuilds `text` exactly (a template that trims or rewrites content). A template
+    that trims content is traced with the trimmed content."""
+    for shape in (lambda c: c, str.strip):
+        out, spans, at = [], [], 0
+        while True:
+            found = [(traced.find(m, at), i) for i, m in enumerate(marks) if m]  # "" marks empty content
+            found = [(pos, i) for pos, i in found if pos >= 0]
+            if not found:
+                break
+            pos, i = min(found)
+            out.append(traced[at:pos])
+            begin = sum(len(p) for p in out)
+            piece = shape(contents[i])
+            out.append(piece)
+            spans.append((begin, begin + len(piece)))
+            at = pos + len(marks[i])
+        out.append(traced[at:])
+        if "".join(out) == text:
+            return tuple(spans)
+    return None
+
+
+def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    a, b = span
+    return any(s <= a and b <= e and a < b for s, e in spans)
 
 
 class StreamDecoder:

@@ -108,20 +108,23 @@ class SamplingParams:
             raise InvalidRequestError(f"ignore_stop must be True or False, not {self.ignore_stop!r}")
         t = self.temperature
         checks = [
-            (math.isfinite(t) and t >= 0, "temperature must be >= 0"),
+            ("temperature", math.isfinite(t) and t >= 0, "temperature must be >= 0"),
             # below this, logits / temperature overflow: the choice is greedy anyway, so say so
-            (t == 0 or t >= MIN_TEMPERATURE, f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}"),
-            (0.0 < self.top_p <= 1.0, "top_p must be in (0, 1]"),
-            (_is_int(self.top_k) and self.top_k >= 0, "top_k must be an integer >= 0"),
-            (0.0 <= self.min_p < 1.0, "min_p must be in [0, 1)"),
-            (math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0, "repetition_penalty must be > 0"),
-            (_is_int(self.max_tokens) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
-            (self.seed is None or _is_int(self.seed), "seed must be an integer or None"),
-            (self.seed is None or not _is_int(self.seed) or 0 <= self.seed < 2**64, "seed must be in [0, 2**64)"),
+            ("temperature", t == 0 or t >= MIN_TEMPERATURE,
+             f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}"),
+            ("top_p", 0.0 < self.top_p <= 1.0, "top_p must be in (0, 1]"),
+            ("top_k", _is_int(self.top_k) and self.top_k >= 0, "top_k must be an integer >= 0"),
+            ("min_p", 0.0 <= self.min_p < 1.0, "min_p must be in [0, 1)"),
+            ("repetition_penalty", math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0,
+             "repetition_penalty must be > 0"),
+            ("max_tokens", _is_int(self.max_tokens) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
+            ("seed", self.seed is None or _is_int(self.seed), "seed must be an integer or None"),
+            ("seed", self.seed is None or not _is_int(self.seed) or 0 <= self.seed < 2**64,
+             "seed must be in [0, 2**64)"),
         ]
-        for ok, message in checks:
-            if not ok:
-                raise InvalidRequestError(f"{message} (got {self})")
+        for name, ok, message in checks:
+            if not ok:  # the value itself, never the whole params object (callers show this to users)
+                raise InvalidRequestError(f"{message}, not {getattr(self, name)!r}")
 
 
 MIN_TEMPERATURE = 1e-4

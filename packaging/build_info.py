@@ -45,10 +45,26 @@ EXCLUDES = (
     "accelerate", "bitsandbytes", "deepspeed", "peft", "timm", "datasets", "kernels", "triton",
     "hf_xet",  # Hugging Face download acceleration: the app never downloads
     "gguf",  # only the converter reads GGUF files; the frozen app loads the converted folder
+    "llama_cpp.server",  # llama-cpp-python's own OpenAI server; Confab has its own (engine/server)
 )
+PDF_PACKAGES = ("pypdfium2", "pypdfium2_raw")
+"""PDF text (app/attachment_reader). pypdfium2_raw loads PDFium's library (libpdfium.so, .dylib or
+pdfium.dll) with ctypes from its own folder, and both read a version.json beside their modules at
+import: PyInstaller's import analysis sees none of these files, so the spec collects them."""
+PDF_LIBRARY_PACKAGE = "pypdfium2_raw"
+"""The package whose folder holds PDFium's library (where pypdfium2 looks for it at run time)."""
 MODEL_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "smollm3")
 """transformers loads these lazily by name; PyInstaller cannot see such imports, so the spec lists them."""
 
+LLAMA_PACKAGE = "llama_cpp"
+LLAMA_PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF"
+"""How the installers' llama.cpp is built: not for the build machine's CPU (a native build on an
+AVX-512 machine stops with "illegal instruction" on an AVX2 one) but ggml's portable default (x86-64:
+AVX2/FMA/F16C; Apple Silicon: the M1 baseline, with Metal); OpenMP off as in bootstrap.py.
+CONFAB_LLAMA_CMAKE_ARGS replaces it (a CUDA build for a GPU installer, say)."""
+LLAMA_DIR_ENV = "CONFAB_LLAMA_DIR"
+"""A folder holding the llama_cpp package to bundle (packaging/build_llama.py fills it); without it the
+spec bundles the one installed in the build's virtual environment."""
 
 
 def text_model_module(module: str) -> bool:
@@ -86,8 +102,31 @@ def bundled_model_dir() -> Path:
 
 
 def model_datas(folder: Path) -> list[tuple[str, str]]:
-    """(source, destination folder) pairs that ship the converted model inside the build."""
-    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file()]
+    """(source, destination folder) pairs that ship the converted model inside the build.
+
+    Not the note of which .gguf the folder came from: it names a path on the build machine, and a
+    frozen app that found that file there (the build machine's own check) would read the GGUF with
+    the gguf package, which the build leaves out."""
+    from engine.models.gguf_convert import SOURCE_FILE
+
+    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file() and f.name != SOURCE_FILE]
+
+
+def llama_requirement() -> str:
+    """llama-cpp-python's pinned requirement, as pyproject.toml states it."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (found,) = [d for d in deps if d.replace("_", "-").lower().startswith("llama-cpp-python")]
+    return found
+
+
+def llama_cmake_args() -> str:
+    return os.environ.get("CONFAB_LLAMA_CMAKE_ARGS", "").strip() or LLAMA_PORTABLE_CMAKE_ARGS
+
+
+def llama_libraries(package_dir: Path) -> list[Path]:
+    """The native libraries llama_cpp loads with ctypes (lib/*.so, *.dylib, *.dll): PyInstaller's import
+    analysis cannot see them, so the spec collects them and the build fails without them."""
+    return sorted(p for p in (package_dir / "lib").glob("*") if p.suffix in (".dylib", ".dll") or ".so" in p.suffixes)
 
 
 def keep(dest: str) -> bool:

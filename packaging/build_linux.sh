@@ -8,7 +8,8 @@
 #   Confab.AppDir/               AppRun + confab.desktop + confab.png + usr/; appimagetool, when it is
 #                                on PATH, packs it into Confab-<version>-<arch>.AppImage
 #   confab_<version>_<arch>.deb  /usr/bin/confab, /usr/lib/confab, desktop entry and hicolor icons
-# Needs: Python 3.11+ venv in .venv with the app installed; dpkg-deb (Debian's dpkg package).
+# Needs: Python 3.11+ venv in .venv with the app installed; dpkg-deb (Debian's dpkg package); a C/C++
+# compiler and CMake (llama.cpp is built for the installer by packaging/build_llama.py).
 # PyInstaller is installed here, into .venv: it is a build tool, not an app dependency.
 set -euo pipefail
 
@@ -22,6 +23,10 @@ command -v dpkg-deb >/dev/null || { echo "dpkg-deb is missing (apt-get install d
 
 VERSION="$("$PY" -c 'import sys; sys.path.insert(0, "packaging"); import build_info; print(build_info.version())')"
 ARCH="$(dpkg --print-architecture)"
+
+echo "== llama.cpp for the installer (portable CPU build, cached in build/llama-portable)"
+CONFAB_LLAMA_DIR="$("$PY" packaging/build_llama.py)"
+export CONFAB_LLAMA_DIR
 
 echo "== PyInstaller: Confab $VERSION ($ARCH)"
 "$PY" -m PyInstaller --noconfirm --log-level WARN \

@@ -41,6 +41,10 @@ if [ "${CONFAB_ICONUTIL:-0}" = 1 ]; then
     iconutil -c icns resources/icons/confab.iconset -o resources/icons/confab.icns
 fi
 
+echo "== llama.cpp for the installer (portable build, Metal on; cached in build/llama-portable)"
+CONFAB_LLAMA_DIR="$("$PY" packaging/build_llama.py)"
+export CONFAB_LLAMA_DIR
+
 echo "== PyInstaller: Confab $VERSION ($ARCH)$([ "${CONFAB_MENUBAR_ONLY:-0}" = 1 ] && echo ', menubar-only')"
 "$PY" -m PyInstaller --noconfirm --log-level WARN \
     --distpath "$BUILD/dist" --workpath "$BUILD/work" packaging/confab.spec

@@ -16,6 +16,10 @@ $Py = Join-Path $Root ".venv\Scripts\python.exe"
 if ($LASTEXITCODE -ne 0) { & $Py -m pip install --quiet pyinstaller }
 $Version = & $Py -c "import sys; sys.path.insert(0, 'packaging'); import build_info; print(build_info.version())"
 
+Write-Host "== llama.cpp for the installer (portable CPU build, cached in build\llama-portable)"
+$env:CONFAB_LLAMA_DIR = & $Py packaging\build_llama.py
+if ($LASTEXITCODE -ne 0) { throw "llama-cpp-python did not build (Visual Studio's C++ build tools and CMake needed)" }
+
 Write-Host "== PyInstaller: Confab $Version"
 & $Py -m PyInstaller --noconfirm --log-level WARN --distpath build\dist --workpath build\work packaging\confab.spec
 if ($LASTEXITCODE -ne 0) { throw "PyInstaller failed" }

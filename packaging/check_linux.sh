@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The slow, real check of the Linux package (minutes; not part of the pytest suite):
-#   build the .deb, unpack it into a throw-away root with `dpkg -x`, run the installed binary's
-#   --self-test offscreen with its data and cache in temporary folders, validate the installed desktop
-#   entry, and print the build time and the package size.
+#   build the .deb, unpack it into a throw-away root with `dpkg -x`, check llama.cpp's library is in
+#   it, run the installed binary's --self-test (which loads that library) offscreen with its data and
+#   cache in temporary folders, validate the installed desktop entry, and print the build time and
+#   the package size.
 #
 #   packaging/check_linux.sh                      # builds first
 #   CONFAB_SKIP_BUILD=1 packaging/check_linux.sh  # checks the .deb already in build/
@@ -43,6 +44,8 @@ fail() { echo "check FAILED: $*" >&2; exit 1; }
 for size in 16 32 48 64 128 256 512; do
     [ -f "$TMP/root/usr/share/icons/hicolor/${size}x${size}/apps/confab.png" ] || fail "no ${size}px icon"
 done
+ls "$TMP/root/usr/lib/confab/_internal/llama_cpp/lib/"libllama.* >/dev/null 2>&1 \
+    || fail "llama.cpp's library is missing (usr/lib/confab/_internal/llama_cpp/lib)"
 desktop-file-validate "$TMP/root/usr/share/applications/confab.desktop" || fail "desktop entry is invalid"
 echo "desktop-file-validate: usr/share/applications/confab.desktop is valid"
 
@@ -60,4 +63,5 @@ echo "== summary"
 echo "build time:     ${build_s} s$([ "${CONFAB_SKIP_BUILD:-0}" = 1 ] && echo ' (build skipped)')"
 echo "package:        $DEB $(du -h "$DEB" | cut -f1) ($(stat -c %s "$DEB") bytes)"
 echo "installed size: $(du -sh "$TMP/root/usr/lib/confab" | cut -f1) under /usr/lib/confab"
+echo "llama.cpp:      $(du -ch "$TMP/root/usr/lib/confab/_internal/llama_cpp/lib/"* | tail -1 | cut -f1) in _internal/llama_cpp/lib"
 echo "self-test:      passed in ${self_s} s"

@@ -25,7 +25,7 @@ from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
 
 from app.conversations import ConversationManager
 from app.settings import with_overrides
-from app.store import Message, OpenResult, Store, open_store
+from app.store import Attachment, Message, OpenResult, Store, open_store
 from engine import Chunk, Engine, GenerationStats, SamplingParams, Session
 
 from .route import GuiRoute
@@ -92,15 +92,17 @@ class Send:
     """
 
     def __init__(self, bridge: "Bridge", conversation_id: int, text: Optional[str],
-                 params: Optional[SamplingParams] = None) -> None:
+                 params: Optional[SamplingParams] = None, attachments: tuple[Attachment, ...] = ()) -> None:
         self.bridge = bridge
         self.conversation_id = conversation_id
         self.text = text
         """The new user message; None answers the stored history as it is."""
+        self.attachments = tuple(attachments)
+        """Files sent with the new user message (stored with it)."""
         self.params = params
         """Sampling for this reply; None: the conversation's own settings over `bridge.params`."""
         self._open: Callable[[ConversationManager, Optional[SamplingParams]], Iterator[Chunk]] = (
-            lambda manager, p: manager.reply(conversation_id, text, p))  # store thread: the reply's chunks
+            lambda manager, p: manager.reply(conversation_id, text, p, attachments=self.attachments))  # store thread
         self._on_chunk: Optional[Callable[[Chunk], Any]] = None
         self._success: Optional[Callable[[Finished], Any]] = None
         self._failure: Optional[Callable[[BaseException], Any]] = None
@@ -124,10 +126,12 @@ class Send:
     def edit(cls, bridge: "Bridge", conversation_id: int, message_id: int, text: str,
              params: Optional[SamplingParams] = None) -> "Send":
         """Send an edited user message and answer it: a new version of that message, beside the
-        old one, which is kept with everything after it (another branch)."""
+        old one, which is kept with everything after it (another branch). The new version keeps
+        the old one's attached files."""
         send = cls(bridge, conversation_id, text, params)
         send._open = lambda manager, p: manager.reply(
-            conversation_id, text, p, parent_id=_editable(manager.store, message_id).parent_id)
+            conversation_id, text, p, parent_id=_editable(manager.store, message_id).parent_id,
+            attachments_from=message_id)
         return send
 
     @classmethod

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import Iterator, Optional
 
-from app.store import LEAF, ReplyStats, ReplyWriter, Store
+from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
 from engine.errors import ReplyInterruptedError
 
@@ -124,7 +124,8 @@ class ConversationManager:
 
     # -- one reply ---------------------------------------------------------------------------------
     def reply(self, conversation_id: int, user_text: Optional[str], params: Optional[SamplingParams] = None,
-              *, parent_id: Optional[int] = LEAF) -> Iterator[Chunk]:
+              *, parent_id: Optional[int] = LEAF, attachments: tuple[Attachment, ...] = (),
+              attachments_from: Optional[int] = None) -> Iterator[Chunk]:
         """Append the user's message, stream the assistant's reply into the store, and yield each
         chunk. The user's message follows `parent_id` (default: the end of the shown branch; an
         earlier message's parent makes it an edited version of that message). `user_text=None`
@@ -133,12 +134,15 @@ class ConversationManager:
         are kept. The store row ends `complete` (or `cancelled` when the engine cancelled it, or
         the caller closed this iterator early) with the exact token ids, stats, finish reason and
         the model's name; any error marks it `error` and is re-raised. A full engine with no idle
-        session raises AllSessionsBusyError before anything is stored."""
+        session raises AllSessionsBusyError before anything is stored. The user's message is
+        stored with `attachments` (and copies of message `attachments_from`'s: an edit keeps them);
+        a regenerated reply answers the same message, so it sees the same files."""
         if user_text is None:
             parent_id = _user_to_answer(self.store, conversation_id, parent_id)
         session = self.session_for(conversation_id)
         if user_text is not None:
-            parent_id = self.store.append_message(conversation_id, "user", user_text, parent_id=parent_id).id
+            parent_id = self.store.append_message(conversation_id, "user", user_text, parent_id=parent_id,
+                                                  attachments=attachments, attachments_from=attachments_from).id
         self._replying.add(conversation_id)
         writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.label)
         messages = chat_messages(self.store, conversation_id)

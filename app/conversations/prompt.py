@@ -7,7 +7,7 @@ still matches.
 
 from __future__ import annotations
 
-from app.store import Message, Store
+from app.store import Attachment, Message, Store
 
 HISTORY_STATUSES: tuple[str, ...] = ("complete", "interrupted", "cancelled")
 """Statuses whose messages the model sees. `error` rows hold no real reply and `streaming` is the
@@ -34,9 +34,26 @@ def _usable(message: Message, last: bool = False) -> bool:
 
 
 def _as_chat(message: Message) -> dict:
-    """The engine's message; a reply's reasoning goes along apart, and the model's chat template
-    decides whether the model sees it again (most never do)."""
-    chat = {"role": message.role, "content": message.content}
+    """The engine's message (attached files as blocks before the text); a reply's reasoning goes
+    along apart, and the model's chat template decides whether the model sees it again (most never do)."""
+    chat = {"role": message.role, "content": with_attachments(message.content, message.attachments)}
     if message.reasoning:
         chat["reasoning"] = message.reasoning
     return chat
+
+
+def with_attachments(text: str, attachments: tuple[Attachment, ...] | list[Attachment]) -> str:
+    """The message as the model reads it: each attached file as a block that names it, then the
+    message. Tag-like delimiters rather than Markdown fences, because a file may hold fences of its
+    own; the same text every turn, so a warm session's token prefix still matches."""
+    blocks = [file_block(a) for a in attachments]
+    return "\n\n".join([*blocks, text] if text else blocks)
+
+
+def file_block(attachment: Attachment) -> str:
+    """One file as the model reads it: `<file name="notes.md">…</file>`, saying when only its
+    first part is included."""
+    name = attachment.name.replace('"', "'")
+    note = ' note="only the first part of the file"' if attachment.truncated else ""
+    return f'<file name="{name}"{note}>\n{attachment.text.rstrip()}\n</file>'
+

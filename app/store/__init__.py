@@ -15,6 +15,7 @@
 Built on sqlite-utils (`Database`, `atomic()`, `Migrations`); needs no engine.
 """
 
+from .attachments import Attachment
 from .db import BUSY_TIMEOUT_MS, OpenResult, StoreProblem, open_memory_store, open_store
 from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyClosedError,
                      SchemaTooNewError, StoreError, StoreReadOnlyError)
@@ -29,6 +30,7 @@ from .streaming import FLUSH_INTERVAL_S, ReplyWriter
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "Attachment",
     "DB_NAME",
     "FINAL_STATUSES",
     "FLUSH_INTERVAL_S",

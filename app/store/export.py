@@ -2,7 +2,8 @@
 
 The JSON holds the conversation's settings and the messages of the branch shown (other versions
 of regenerated or edited messages are not exported) with their status, exact token ids, stats,
-times, and for replies the model that wrote them, why they ended and a thinking model's reasoning
+times, attached files (name, type, size, text, and the original bytes as base64 when they were
+kept), and for replies the model that wrote them, why they ended and a thinking model's reasoning
 (with how long it thought); ids and saved states are not exported (ids are the database's, states
 a cache). The Markdown shows the reasoning apart, above its answer, in a collapsed
 `<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it.
@@ -17,6 +18,8 @@ import json
 import time
 from typing import Any, Optional
 
+from . import attachments as attached
+from .attachments import Attachment
 from .errors import ImportFormatError, StoreError
 from .records import ROLES, STATUSES, Conversation, Message, sampling_json, token_ids_json
 from .store import Store
@@ -41,7 +44,7 @@ def export_dict(store: Store, conversation_id: int) -> dict[str, Any]:
     c = store.get_conversation(conversation_id)
     return {"format": FORMAT, "version": FORMAT_VERSION,
             "conversation": {k: getattr(c, k) for k in _CONVERSATION_KEYS + _OPTIONAL_CONVERSATION_KEYS},
-            "messages": [_message_dict(m) for m in store.messages(conversation_id)]}
+            "messages": [_message_dict(store, m) for m in store.messages(conversation_id)]}
 
 
 def export_json(store: Store, conversation_id: int) -> str:
@@ -66,10 +69,12 @@ def import_json(store: Store, data: str | bytes | dict) -> Conversation:
         conversation_id = table.last_pk
         parent_id = None
         for i, m in enumerate(messages):  # one branch: each message follows the one before
+            files = m.pop("attachments")
             parent_id = store.db["messages"].insert(
                 {**m, "conversation_id": conversation_id, "position": i, "parent_id": parent_id,
                  "chosen": i + 1, "status": "interrupted" if m["status"] == "streaming" else m["status"],
                  "token_ids": token_ids_json(m["token_ids"])}).last_pk
+            attached.insert(store.db, parent_id, files, m["created_at"])
     return store.get_conversation(conversation_id)
 
 
@@ -83,6 +88,8 @@ def export_markdown(store: Store, conversation_id: int) -> str:
         lines += ["**System prompt**", ""] + [f"> {line}" for line in c.system_prompt.splitlines()] + [""]
     for m in store.messages(conversation_id):
         lines += [f"## {_LABELS[m.role]}", ""] + _reasoning_markdown(m) + [m.content, ""]
+        if m.attachments:
+            lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
         note = _STATUS_NOTES.get(m.status)
         if note:
             lines += [f"*({note}{': ' + m.error if m.error else ''})*", ""]
@@ -103,12 +110,14 @@ def _reasoning_markdown(m: Message) -> list[str]:
     return ["<details>", f"<summary>{thought_label(m.reasoning_s)}</summary>", ""] + quoted + ["", "</details>", ""]
 
 
-def _message_dict(m: Message) -> dict[str, Any]:
+def _message_dict(store: Store, m: Message) -> dict[str, Any]:
     stats = m.stats.columns() if m.stats else dict.fromkeys(("ttft_s", "tok_s", "prompt_tokens", "completion_tokens"))
     return {"role": m.role, "content": m.content, "status": m.status,
             "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
             **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
-            "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s}
+            "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s,
+            "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
+                            for a in m.attachments]}
 
 
 def _validated(data: Any) -> tuple[dict, list[dict]]:
@@ -146,7 +155,14 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
         seconds = m["reasoning_s"]
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
             raise ImportFormatError(f"Bad export: message {i + 1}: reasoning_s must be a number or null.")
-    for i, m in enumerate(checked):
+    for i, (m, given) in enumerate(zip(checked, messages)):
+        files = given.get("attachments") or []  # older exports have none
+        try:
+            if not isinstance(files, list):
+                raise StoreError("attachments must be a list")
+            m["attachments"] = [Attachment.from_dict(f) for f in files]
+        except StoreError as e:
+            raise ImportFormatError(f"Bad export: message {i + 1}: {e}.") from None
         for name, allowed in (("role", ROLES), ("status", STATUSES)):
             if m[name] not in allowed:
                 raise ImportFormatError(f"Bad export: message {i + 1}: {name} must be one of "

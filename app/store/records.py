@@ -134,9 +134,11 @@ class Message:
     """What a thinking model wrote before its answer (`content`), kept apart; "" for others."""
     reasoning_s: Optional[float] = None
     """Seconds it spent thinking ("Thought for 12 s"); None when it did not think or unknown."""
+    attachments: tuple = ()
+    """Files attached to this message (`Attachment` records, without their bytes), in order."""
 
     @classmethod
-    def from_row(cls, row: dict, version: int = 1, versions: int = 1) -> "Message":
+    def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = ()) -> "Message":
         stats = ReplyStats(row["ttft_s"], row["tok_s"], row["prompt_tokens"], row["completion_tokens"])
         ids = row["token_ids"]
         return cls(id=row["id"], conversation_id=row["conversation_id"], position=row["position"],
@@ -146,7 +148,8 @@ class Message:
                    created_at=row["created_at"], updated_at=row["updated_at"],
                    parent_id=row.get("parent_id"), model=row.get("model"),
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
-                   reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"))
+                   reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
+                   attachments=attachments)
 
 
 @dataclass(frozen=True)

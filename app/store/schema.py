@@ -104,6 +104,24 @@ def reasoning(db: Database) -> None:
     db["conversations"].add_column("thinking", int)
 
 
+@_migration("0005_attachments")
+def attachments(db: Database) -> None:
+    """Files attached to a message (attachments.py): name, media type, size in bytes, the text
+    sent to the model, whether only the part that fit was attached, and optionally the original
+    bytes. Searchable (FTS5 over name and text, kept current by triggers). Self-contained: it only
+    adds a table, so it may be renumbered after other migrations."""
+    db["attachments"].create(
+        {"id": int, "message_id": int, "position": int, "name": str, "media_type": str, "size": int,
+         "text": str, "truncated": int, "data": bytes, "created_at": float},
+        pk="id",
+        foreign_keys=[_cascade("attachments", "message_id", "messages")],
+        not_null=["message_id", "position", "name", "media_type", "size", "text", "truncated", "created_at"],
+        defaults={"text": "", "truncated": 0},
+    )
+    db["attachments"].create_index(["message_id", "position"], unique=True)
+    db["attachments"].enable_fts(["name", "text"], create_triggers=True)
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -9,7 +10,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from sqlite_utils import Database
 from sqlite_utils.db import NotFoundError as RowNotFound
 
+from . import attachments as attached
 from . import branches
+from .attachments import Attachment
 from .errors import InvalidValueError, NotFoundError
 from .records import (ROLES, STATUSES, Conversation, Message, ReplyStats, SearchHit, check_choice,
                       check_text, sampling_json, token_ids_json)
@@ -126,10 +129,14 @@ class Store:
                        token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None,
                        error: Optional[str] = None, parent_id: Optional[int] = LEAF,
                        model: Optional[str] = None, finish_reason: Optional[str] = None,
-                       reasoning: str = "", reasoning_s: Optional[float] = None) -> Message:
+                       reasoning: str = "", reasoning_s: Optional[float] = None,
+                       attachments: tuple[Attachment, ...] = (),
+                       attachments_from: Optional[int] = None) -> Message:
         """Add a message (one transaction) and return it. It follows `parent_id` (default: the end
         of the shown branch; None: a new first message), and is shown: when that parent already
-        has children, it becomes their newest version and the old ones are kept."""
+        has children, it becomes their newest version and the old ones are kept. `attachments`
+        are stored with it, in order; `attachments_from` (a message id) gives it copies of that
+        message's attachments, bytes included (an edited message's new version keeps its files)."""
         check_choice("role", role, ROLES)
         check_choice("status", status, STATUSES)
         check_text("content", content)
@@ -152,6 +159,9 @@ class Store:
                 "parent_id": parent_id, "chosen": branches.next_chosen(self.db, conversation_id),
                 "model": model, "finish_reason": finish_reason, "reasoning": reasoning,
                 "reasoning_s": reasoning_s})
+            attached.insert(self.db, table.last_pk, attachments, now)
+            if attachments_from is not None:
+                attached.copy(self.db, attachments_from, table.last_pk, now)
             self._touch_conversation(conversation_id, now)
         return self.get_message(table.last_pk)
 
@@ -159,8 +169,10 @@ class Store:
         """The conversation's shown branch, in order: what the user sees, the model is sent, and
         an export holds. Other versions are reached through `versions` / `select_version`."""
         self.get_conversation(conversation_id)
-        return [Message.from_row(b.row, b.version, b.versions)
-                for b in branches.shown_branch(self.db, conversation_id)]
+        branch = branches.shown_branch(self.db, conversation_id)
+        files = attached.for_messages(self.db, [b.row["id"] for b in branch])
+        return [Message.from_row(b.row, b.version, b.versions, files.get(b.row["id"], ()))
+                for b in branch]
 
     def get_message(self, message_id: int) -> Message:
         try:
@@ -168,13 +180,19 @@ class Store:
         except RowNotFound:
             raise NotFoundError(f"No message {message_id}.") from None
         ids = [r["id"] for r in branches.siblings(self.db, row)]
-        return Message.from_row(row, ids.index(message_id) + 1, len(ids))
+        files = attached.for_messages(self.db, [message_id]).get(message_id, ())
+        return Message.from_row(row, ids.index(message_id) + 1, len(ids), files)
 
     def versions(self, message_id: int) -> list[Message]:
         """A message and its other versions (regenerated replies, edited messages), oldest first."""
         self.get_message(message_id)  # NotFoundError
         rows = branches.siblings(self.db, self.db["messages"].get(message_id))
-        return [Message.from_row(r, i + 1, len(rows)) for i, r in enumerate(rows)]
+        files = attached.for_messages(self.db, [r["id"] for r in rows])
+        return [Message.from_row(r, i + 1, len(rows), files.get(r["id"], ())) for i, r in enumerate(rows)]
+
+    def attachment_data(self, attachment_id: int) -> Optional[bytes]:
+        """The original bytes of an attachment; None when only its text was kept."""
+        return attached.data(self.db, attachment_id)
 
     def select_version(self, message_id: int, step: int = 0) -> Message:
         """Show the version `step` places from `message_id` among its siblings (-1: the previous,
@@ -241,8 +259,8 @@ class Store:
 
     def search(self, query: str, *, limit: int = 50, mark: tuple[str, str] = ("[", "]"),
                snippet_tokens: int = 12) -> list[SearchHit]:
-        """Messages whose text matches every word of `query` (each word also as a prefix), best
-        first. Any text is accepted: FTS syntax characters are quoted, not interpreted, and a NUL
+        """Messages whose text, or an attached file's name or text, matches every word of `query`
+        (each word also as a prefix), best first; a match in a file says which ("notes.md: …"). Any text is accepted: FTS syntax characters are quoted, not interpreted, and a NUL
         separates words (FTS5 would read it as the end of the query: "unterminated string"). Only
         messages on a conversation's shown branch are found (other versions are not shown)."""
         words = query.replace("\x00", " ").split()
@@ -252,14 +270,19 @@ class Store:
         # Only messages on a shown branch: hidden versions are reached through their message.
         cursor = self.db.execute(
             """select m.conversation_id, m.id, c.title, m.role,
-                      snippet(messages_fts, 0, ?, ?, '…', ?) as snippet
+                      snippet(messages_fts, 0, ?, ?, '…', ?) as snippet, messages_fts.rank
                from messages_fts
                join messages m on m.rowid = messages_fts.rowid
                join conversations c on c.id = m.conversation_id
                where messages_fts match ?
                order by messages_fts.rank""",
             [mark[0], mark[1], snippet_tokens, match])
-        rows = _first_shown(self.db, cursor, limit)
+        # Both lists come best first; merged, they are read only as far as needed. A message that
+        # matches in its text and in a file is listed once, by its better match.
+        ranked = heapq.merge(cursor, attached.search(self.db, match, mark, snippet_tokens), key=lambda r: r[5])
+        seen: set[int] = set()
+        unique = (r for r in ranked if not (r[1] in seen or seen.add(r[1])))
+        rows = _first_shown(self.db, unique, limit)
         return [SearchHit(conversation_id=r[0], message_id=r[1], title=r[2], role=r[3], snippet=r[4])
                 for r in rows]
 

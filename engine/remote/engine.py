@@ -83,6 +83,8 @@ class RemoteEngine:
     """Sessions cannot be saved to disk; the history is resent each turn."""
     is_local = False
     """The app cannot re-serve it on its own local API."""
+    counts_tokens = False
+    """No tokenizer here (the OpenAI API has no tokenize call): callers estimate token counts."""
     backend = "remote"
     dtype = ""
     """The server chooses the precision; nothing is known of it here."""

@@ -35,6 +35,10 @@ class ConnectionLostError(RemoteError, ReplyInterruptedError):
     """The connection dropped (or the server ended the stream) in the middle of a reply."""
 
 
+class ReplyCutError(RemoteError, ReplyInterruptedError):
+    """The server itself ended the reply before it finished (it stopped, or the session was deleted)."""
+
+
 def host_of(base_url: str) -> str:
     """host:port of a base URL, for messages ("127.0.0.1:8317")."""
     parts = urlsplit(base_url)

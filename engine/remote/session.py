@@ -22,13 +22,14 @@ from ..reasoning import ThinkSplitter
 from ..errors import InvalidRequestError, SessionBusyError, SessionClosedError, StateFileError
 from ..session import Failed, Stream
 from ..types import Chunk, GenerationStats, SamplingParams
-from .errors import ConnectionLostError, explain
+from .errors import ConnectionLostError, ReplyCutError, explain, host_of
 
 if TYPE_CHECKING:
     from .engine import RemoteEngine
 
 log = logging.getLogger(__name__)
 _FINISH = {"stop": "stop", "length": "length"}  # anything else the server says (tool_calls, ...) is "stop"
+_CUT = {"abort", "error", "cancelled", "interrupted"}  # reasons servers give for a reply they cut short
 
 
 class RemoteSession:
@@ -128,6 +129,9 @@ class RemoteSession:
                         first = first or time.perf_counter()
                         pieces += 1
                         out.put(Chunk(text=text, token_ids=(), reasoning=thought))
+                    if choice.finish_reason in _CUT:
+                        raise ReplyCutError(f"the server at {host_of(engine.base_url)} interrupted the reply "
+                                            f"(finish reason {choice.finish_reason!r})")
                     if choice.finish_reason is not None:
                         finish = _FINISH.get(choice.finish_reason, "stop")
                 if cancel.is_set():
@@ -158,6 +162,9 @@ class RemoteSession:
 
     def _failure(self, error: BaseException, *, began: bool) -> BaseException:
         """The named error; a transport error after the stream began means the connection dropped."""
+        if began and type(error) is openai.APIError:  # an error event inside the stream: the server cut it
+            return ReplyCutError(f"the server at {host_of(self._engine.base_url)} interrupted the reply: "
+                                 f"{error.message}")
         named = explain(error, self._engine.base_url)
         if began and not isinstance(named, ConnectionLostError) and _transport(error):
             return ConnectionLostError(f"connection lost mid-reply: {named}")

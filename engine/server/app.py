@@ -9,7 +9,7 @@ worker thread (`anyio.to_thread`), and tokens arrive through `Reply`'s pump thre
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,12 +19,15 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from . import errors, generation
+from . import errors, generation, guard
 from .errors import APIError
 from .host import EngineHost
+from .limits import DEFAULT_MAX_BODY, BodyLimit
+from .pool import POOLED_PREFIX
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
 
+MAX_SESSION_ID = 200  # as the body's session_id field
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -34,27 +37,41 @@ class ServerSettings:
 
     api_key: Optional[str] = None
     """When set, every /v1 request needs `Authorization: Bearer <api_key>`."""
+    api_keys: tuple[str, ...] = field(default_factory=tuple)
+    """More keys, one per client: each key's sessions are private to it."""
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     """Web origins allowed to call from a browser; none unless asked."""
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    """Largest request body read; a larger one is answered 413 before it is read."""
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in (self.api_key, *self.api_keys) if k)
 
 
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
     app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None)
     errors.install(app)
-    if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
-                           allow_headers=["*"])
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     started = time.time()
+
+    keys = settings.keys
 
     @app.middleware("http")
     async def _auth(request: Request, call_next):
-        if settings.api_key and request.url.path.startswith("/v1") and request.method != "OPTIONS":
-            given = request.headers.get("authorization", "")
-            token = given[7:] if given[:7].lower() == "bearer " else ""
-            if not hmac.compare_digest(token.encode(), settings.api_key.encode()):
-                return APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
-                                "invalid_api_key").response()
+        try:
+            if not keys:
+                guard.check_host(request.headers.get("host", ""))
+            request.state.owner = None
+            if keys and request.url.path.startswith("/v1") and request.method != "OPTIONS":
+                request.state.owner = guard.owner_of(request.headers.get("authorization", ""), keys)
+        except APIError as e:
+            return e.response()
         return await call_next(request)
+
+    if settings.cors_origins:  # added last, so it wraps the key check: a browser can read a 401 too
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
+                           allow_headers=["*"])
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -69,19 +86,28 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         return {"object": "list", "data": [
             {"id": engine.source, "object": "model", "created": int(started), "owned_by": "confab"}]}
 
-    @app.get("/v1/sessions")
-    async def sessions() -> dict:
-        return {"object": "list", "data": host.pool().describe()}
+    @app.get("/v1/models/{model:path}")  # a model id may be a path
+    async def model(model: str) -> dict:
+        host.check_model(model)  # 404 for any other model
+        return {"id": model, "object": "model", "created": int(started), "owned_by": "confab"}
 
-    @app.delete("/v1/sessions/{session_id}")
-    async def delete_session(session_id: str) -> dict:
+    @app.get("/v1/sessions")
+    async def sessions(request: Request) -> dict:
+        return {"object": "list", "data": host.pool().describe(request.state.owner)}
+
+    @app.delete("/v1/sessions/{session_id:path}")  # an id may hold "/"
+    async def delete_session(session_id: str, request: Request) -> dict:
         pool = host.pool()
-        await to_thread.run_sync(pool.delete, session_id)
+        await to_thread.run_sync(pool.delete, session_id, request.state.owner)
         return {"id": session_id, "object": "session", "deleted": True}
 
+    for path, what in errors.UNSUPPORTED.items():
+        app.add_api_route(path, errors.unsupported(what), methods=["GET", "POST"])
+
     @app.post("/v1/chat/completions")
-    async def chat(body: ChatCompletionRequest, x_session_id: Optional[str] = Header(default=None)):
+    async def chat(body: ChatCompletionRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
+        owner = request.state.owner
         pool = host.check_model(body.model)
         messages = body.engine_messages()
 
@@ -89,40 +115,76 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
             prompt = generation.chat_prompt(pool.engine, messages)
             generation.check_context(pool.engine, prompt)
             params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
-            lease, stream = generation.start(pool, session_id, prompt, lambda s: s.chat(messages, params))
+            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.chat(messages, params))
             return lease, stream, len(prompt)
 
-        return await _respond("chat", pool, body, begin)
+        return await _respond("chat", pool, body, begin, request)
 
     @app.post("/v1/completions")
-    async def completions(body: CompletionRequest, x_session_id: Optional[str] = Header(default=None)):
+    async def completions(body: CompletionRequest, request: Request,
+                          x_session_id: Optional[str] = Header(default=None)):
         session_id = _session_id(body.session_id, x_session_id)
+        owner = request.state.owner
         pool = host.check_model(body.model)
 
         def begin():
             prompt = generation.text_prompt(pool.engine, body.prompt)
             generation.check_context(pool.engine, prompt)
             params = generation.sampling(body, pool.engine, len(prompt), body.token_limit)
-            lease, stream = generation.start(pool, session_id, prompt, lambda s: s.generate(prompt, params))
+            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params))
             return lease, stream, len(prompt)
 
-        return await _respond("completions", pool, body, begin)
+        return await _respond("completions", pool, body, begin, request)
 
     return app
 
 
-async def _respond(kind: str, pool, body, begin):
+async def _respond(kind: str, pool, body, begin, request: Request):
     lease, stream, prompt_len = await to_thread.run_sync(begin)
     reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
     shape = Shape(kind, pool.engine.source, lease.key)
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    text, finish_reason, usage, reasoning = await collect(reply)
+    whole = await _unless_gone(collect(reply), request, reply)
+    if whole is None:  # the client hung up: nobody reads this, but the session is free again
+        return JSONResponse({}, status_code=499)
+    text, finish_reason, usage, reasoning = whole
     return shape.whole(text, finish_reason, usage, reasoning)
+
+
+async def _unless_gone(work, request: Request, reply):
+    """Run `work` unless the client disconnects first; then cancel it (and the reply) and return None.
+
+    A streamed reply learns of a hang-up when a write fails; a non-streamed one writes nothing until
+    the end, so it listens for the disconnect message instead."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        reply.close()
+        return None
+    finally:
+        for pending in (task, gone):
+            if not pending.done():
+                pending.cancel()
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _session_id(in_body: Optional[str], in_header: Optional[str]) -> Optional[str]:
     if in_body and in_header and in_body != in_header:
         raise errors.bad_request("session_id in the body and the X-Session-Id header differ")
-    return in_body or in_header or None
+    name = in_body or in_header or None
+    if name is not None and len(name) > MAX_SESSION_ID:
+        raise errors.bad_request(f"X-Session-Id is longer than {MAX_SESSION_ID} characters")
+    if name is not None and name.startswith(POOLED_PREFIX):
+        raise errors.bad_request(f"session ids starting with {POOLED_PREFIX!r} name the server's pooled "
+                                 "sessions; choose another id")
+    return name

@@ -17,7 +17,9 @@ def add_parser(sub) -> None:
     serve.add_argument("--host", default=LOOPBACK, help=f"address to bind (default {LOOPBACK}; any other "
                                                        "address needs --api-key)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
-    serve.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on every /v1 request")
+    serve.add_argument("--api-key", action="append", default=[], metavar="KEY",
+                       help="require 'Authorization: Bearer KEY' on every /v1 request; repeat for one key per "
+                            "client (each key sees only its own sessions)")
     serve.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                        help="allow browser requests from ORIGIN (repeatable); none by default")
     serve.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
@@ -37,9 +39,11 @@ def run_serve(args: argparse.Namespace) -> int:
     from .app import ServerSettings
     from .host import EngineHost
 
-    settings = ServerSettings(api_key=args.api_key, cors_origins=tuple(args.cors))
+    keys = [k for k in args.api_key if k]
+    settings = ServerSettings(api_key=keys[0] if keys else None, api_keys=tuple(keys[1:]),
+                              cors_origins=tuple(args.cors))
     try:
-        check_bind(args.host, args.api_key)
+        check_bind(args.host, settings.api_key)
     except UnsafeBindError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -73,6 +73,24 @@ def from_engine(error: engine_errors.EngineError) -> APIError:
     return APIError(500, str(error), "engine_error", "server_error")
 
 
+ENDPOINTS = ("this server answers /v1/chat/completions, /v1/completions, /v1/models and /v1/sessions")
+
+UNSUPPORTED = {
+    "/v1/responses": "the Responses API",
+    "/v1/embeddings": "embeddings",
+    "/v1/audio/{rest:path}": "audio",
+    "/v1/images/{rest:path}": "images",
+}
+"""OpenAI endpoints this text-generation server does not implement, and what to call them."""
+
+
+def unsupported(what: str):
+    """A route that answers 404 saying which OpenAI feature is missing and what to use instead."""
+    async def route():
+        raise APIError(404, f"{what} is not supported by this server; {ENDPOINTS}", "unsupported_endpoint")
+    return route
+
+
 def _validation_message(error: RequestValidationError) -> str:
     parts = []
     for item in error.errors()[:5]:
@@ -94,8 +112,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
-        return APIError(error.status_code, str(error.detail), code).response()
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
+            error.status_code, "http_error")
+        message = str(error.detail)
+        if error.status_code in (404, 405):
+            message = f"{request.method} {request.url.path} is not served here; {ENDPOINTS}"
+        return APIError(error.status_code, message, code).response()
 
     @app.exception_handler(engine_errors.EngineError)
     async def _engine(request: Request, error: engine_errors.EngineError) -> JSONResponse:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Optional, Sequence
 
 from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
+from ..text import clean
+from . import limits
 from .errors import APIError, bad_request
-from .pool import Lease, SessionPool
+from .pool import DELETED, Lease, SessionPool
 from .stops import StopMatcher
 
 DEFAULT_TEMPERATURE = 1.0  # OpenAI's default
@@ -59,24 +61,30 @@ class _Failure:
         self.error = error
 
 
+def interrupted(why: str) -> APIError:
+    """A reply stopped before it finished: never "stop", so no client takes it for a whole reply."""
+    status = 500 if why == DELETED else 503  # 503: the server is going away; retry once it is back
+    return APIError(status, f"the reply was interrupted before it finished: {why}", "reply_interrupted",
+                    "server_error")
+
+
 def chat_prompt(engine: Engine, messages: list[dict]) -> list[int]:
-    """Token ids of `messages` under the model's chat template (for pool matching and the context check)."""
-    tokenizer = engine.tokenizer
-    if not getattr(tokenizer, "chat_template", None):
+    """Token ids of `messages` under the model's chat template, as the session will prefill them
+    (message content as text), for pool matching and the context check."""
+    if not getattr(engine.tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
-    try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except Exception as e:
-        raise bad_request(f"the chat template rejected these messages: {e}") from e
-    return list(tokenizer(text, add_special_tokens=False).input_ids)
+    limits.check_chars(engine, sum(len(m["content"]) for m in messages))
+    return engine.chat_tokens(messages)
 
 
 def text_prompt(engine: Engine, prompt) -> list[int]:
-    """Token ids of a completions prompt: text (the tokenizer adds the model's usual prefix), or ids."""
+    """Token ids of a completions prompt: text (the tokenizer adds the model's usual prefix), or ids.
+    A raw prompt is the client's own template, so its markers are control tokens."""
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
         return list(prompt)
     text = prompt[0] if isinstance(prompt, list) else prompt
-    return list(engine.tokenizer(text, add_special_tokens=True).input_ids)
+    limits.check_chars(engine, len(text))
+    return list(engine.tokenizer(clean(text), add_special_tokens=True).input_ids)
 
 
 def check_context(engine: Engine, prompt: Sequence[int]) -> None:
@@ -88,9 +96,12 @@ def check_context(engine: Engine, prompt: Sequence[int]) -> None:
 
 def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> SamplingParams:
     room = engine.config.max_context - prompt_len
+    temperature = DEFAULT_TEMPERATURE if body.temperature is None else float(body.temperature)
+    if body.top_p == 0:  # only the likeliest token is kept: that is greedy
+        temperature = 0.0
     return SamplingParams(
-        temperature=DEFAULT_TEMPERATURE if body.temperature is None else float(body.temperature),
-        top_p=1.0 if body.top_p is None else float(body.top_p),
+        temperature=temperature,
+        top_p=1.0 if not body.top_p else float(body.top_p),
         max_tokens=max(1, min(limit or room, room)),
         seed=body.seed,
         ignore_stop=body.ignore_eos,
@@ -147,6 +158,8 @@ class Reply:
                     if text or reasoning:
                         yield Piece(text, reasoning=reasoning)
                     continue
+                if item.finish_reason == "cancelled" and not self._matcher.stopped:
+                    raise interrupted(self.lease.cut or "it was cancelled")
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
                 yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), reasoning)
@@ -163,12 +176,13 @@ class Reply:
         self._pool.release(self.lease, discard=self._failed)
 
 
-def start(pool: SessionPool, session_id: Optional[str], prompt: list[int], begin) -> tuple[Lease, Stream]:
+def start(pool: SessionPool, session_id: Optional[str], owner: Optional[str], prompt: list[int],
+          begin) -> tuple[Lease, Stream]:
     """Lease a session for `prompt` and start `begin(session) -> Stream` on it (runs on a worker thread:
     opening a session and waiting out a cancelled reply may block for a token)."""
-    lease = pool.acquire(session_id, prompt)
+    lease = pool.acquire(session_id, prompt, owner)
     try:
         return lease, begin(lease.session)
     except BaseException:
-        pool.release(lease)
+        pool.release(lease, discard=not lease.session.tokens)  # a refused first request leaves nothing
         raise

@@ -24,6 +24,12 @@ from .. import Engine, Session
 from ..errors import CapacityError, EngineError
 from .errors import APIError, busy_session, capacity_full, not_found
 
+DELETED = "its session was deleted"
+"""Why a reply was cut when a client deleted its session (other cuts are the server stopping)."""
+
+POOLED_PREFIX = "pool-"
+"""Ids of pooled sessions start with this; a client may not name its own session so."""
+
 SIMILARITY = 0.5
 """Share of a pooled session's tokens a prompt must keep for that session to be reused while there
 is room for a new one (llama.cpp's server uses a similar threshold when it picks a slot)."""
@@ -36,8 +42,12 @@ class Lease:
     session: Session
     key: str
     named: bool
+    owner: Optional[str] = None
+    """The API key (as a digest) that made it; None on a server without keys."""
     leased: bool = True
     last_used: float = field(default_factory=time.monotonic)
+    cut: Optional[str] = None
+    """Why its running reply was stopped from outside (deleted, server stopping); None if it was not."""
 
     def describe(self) -> dict:
         """What GET /v1/sessions shows for this session."""
@@ -61,23 +71,25 @@ class SessionPool:
         self.engine = engine
         self.limit = limit
         self._lock = threading.Lock()
-        self._named: dict[str, Lease] = {}
-        self._pooled: dict[str, Lease] = {}
+        self._named: dict[tuple[Optional[str], str], Lease] = {}  # by (owner, name): names are per key
+        self._pooled: dict[tuple[Optional[str], str], Lease] = {}
         self._ids = itertools.count(1)
         self._closed = False
 
     # -- leasing -----------------------------------------------------------------------------------
-    def acquire(self, name: Optional[str], prompt: Sequence[int]) -> Lease:
-        """The session for one request, leased to it until `release`. Raises APIError 409/429."""
+    def acquire(self, name: Optional[str], prompt: Sequence[int], owner: Optional[str] = None) -> Lease:
+        """The session for one request, leased to it until `release`. Raises APIError 409/429.
+
+        owner: the client's key; named and pooled sessions of another key are never used."""
         with self._lock:
             self._check_open()
-            if name is not None and name in self._named:
-                lease = self._named[name]
+            if name is not None and (owner, name) in self._named:
+                lease = self._named[(owner, name)]
                 if lease.leased:
                     raise busy_session(name)
                 lease.leased = True
                 return lease
-            if name is None and (found := self._best_pooled(prompt)) is not None:
+            if name is None and (found := self._best_pooled(prompt, owner)) is not None:
                 best, shared = found
                 # Reuse it if that keeps most of what it holds, or if no other session fits: every
                 # chat shares the template's opening, and that alone must not wipe another
@@ -85,13 +97,14 @@ class SessionPool:
                 if shared >= SIMILARITY * len(best.session.tokens) or not self._room():
                     best.leased = True
                     return best
-            lease = Lease(None, name if name is not None else f"pool-{next(self._ids)}", name is not None)  # type: ignore[arg-type]
-            self._table(lease)[lease.key] = lease  # reserves the name against a concurrent request
+            key = name if name is not None else f"{POOLED_PREFIX}{next(self._ids)}"
+            lease = Lease(None, key, name is not None, owner)  # type: ignore[arg-type]
+            self._table(lease)[_id(lease)] = lease  # reserves the name against a concurrent request
         try:
             lease.session = self._open()
         except BaseException:
             with self._lock:
-                self._table(lease).pop(lease.key, None)
+                self._table(lease).pop(_id(lease), None)
             raise
         return lease
 
@@ -104,8 +117,8 @@ class SessionPool:
             lease.leased = False
             lease.last_used = time.monotonic()
             if self._closed or lease.session.closed or discard:
-                if self._table(lease).get(lease.key) is lease:
-                    del self._table(lease)[lease.key]
+                if self._table(lease).get(_id(lease)) is lease:
+                    del self._table(lease)[_id(lease)]
                 discard = True
         if discard and not lease.session.closed:
             threading.Thread(target=_close_quietly, args=(lease.session,), daemon=True).start()
@@ -117,12 +130,12 @@ class SessionPool:
         capacity = self.engine.capacity()
         return capacity.live_sessions < capacity.max_sessions
 
-    def _best_pooled(self, prompt: Sequence[int]) -> Optional[tuple[Lease, int]]:
-        """The idle pooled session sharing the longest token prefix with `prompt`, and that length
-        (None if none shares any)."""
+    def _best_pooled(self, prompt: Sequence[int], owner: Optional[str]) -> Optional[tuple[Lease, int]]:
+        """The idle pooled session of `owner` sharing the longest token prefix with `prompt`, and
+        that length (None if none shares any)."""
         best, best_len = None, 0
         for lease in self._pooled.values():
-            if lease.leased or lease.session is None or lease.session.closed:
+            if lease.owner != owner or lease.leased or lease.session is None or lease.session.closed:
                 continue
             shared = _common_prefix(lease.session.tokens, prompt)
             if shared > best_len or (shared == best_len and best is not None and lease.last_used > best.last_used):
@@ -157,35 +170,42 @@ class SessionPool:
             if not idle:
                 return None
             victim = min(idle, key=lambda l: l.last_used)
-            self._table(victim).pop(victim.key, None)
+            self._table(victim).pop(_id(victim), None)
             return victim
 
     # -- listing and freeing -----------------------------------------------------------------------
-    def describe(self) -> list[dict]:
+    def describe(self, owner: Optional[str] = None) -> list[dict]:
+        """The sessions of `owner` (the client's key), for GET /v1/sessions."""
         with self._lock:
-            leases = [l for l in (*self._named.values(), *self._pooled.values()) if l.session is not None]
+            leases = [l for l in (*self._named.values(), *self._pooled.values())
+                      if l.session is not None and l.owner == owner]
         return [lease.describe() for lease in leases]
 
-    def delete(self, key: str) -> None:
-        """Cancel the session's reply, if any, and free its state. 404 for an unknown id."""
+    def delete(self, key: str, owner: Optional[str] = None) -> None:
+        """Cancel the session's reply, if any, and free its state. 404 for an id `owner` does not have."""
         with self._lock:
-            lease = self._named.pop(key, None) or self._pooled.pop(key, None)
+            lease = self._named.pop((owner, key), None) or self._pooled.pop((owner, key), None)
         if lease is None or lease.session is None:
             raise not_found(f"no session {key!r}", "session_not_found")
+        lease.cut = DELETED
         _close_quietly(lease.session)
 
-    def cancel_all(self) -> None:
-        """Stop every running reply at its next token (server shutdown)."""
+    def cancel_all(self, why: str = "the server is stopping") -> None:
+        """Stop every running reply at its next token (server shutdown); each reply says `why`."""
         with self._lock:
-            sessions = [l.session for l in (*self._named.values(), *self._pooled.values()) if l.session]
-        for session in sessions:
-            session.cancel()
+            leases = [l for l in (*self._named.values(), *self._pooled.values()) if l.session]
+            for lease in leases:
+                lease.cut = lease.cut or why
+        for lease in leases:
+            lease.session.cancel()
 
     def close(self) -> None:
         """Cancel every reply and free every session; later requests are refused. Idempotent."""
         with self._lock:
             self._closed = True
             leases = [*self._named.values(), *self._pooled.values()]
+            for lease in leases:
+                lease.cut = lease.cut or "the server switched models or is stopping"
             self._named.clear()
             self._pooled.clear()
         for lease in leases:
@@ -203,6 +223,10 @@ class SessionPool:
         if self._closed:
             raise APIError(503, "the server is switching models; retry shortly", "model_not_loaded",
                            "server_error", headers={"Retry-After": "2"})
+
+
+def _id(lease: Lease) -> tuple[Optional[str], str]:
+    return (lease.owner, lease.key)
 
 
 def _close_quietly(session: Session) -> None:

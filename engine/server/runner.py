@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import threading
 from typing import Optional
 
@@ -57,6 +58,10 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig, frame) -> None:
         self._engine_host.cancel_all()
         super().handle_exit(sig, frame)
+        # uvicorn raises a captured signal again once it has shut down; SIGTERM's default action would
+        # then kill the process (exit 143) before the caller frees sessions and the engine. A SIGTERM
+        # is handled by now: the caller's clean shutdown runs and the process exits 0.
+        self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
 
 
 def make_server(host: EngineHost, settings: ServerSettings, address: str = LOOPBACK,

@@ -3,7 +3,8 @@
 Fields are strict (a string is not a number) and unknown fields are refused (`extra="forbid"`): a
 parameter this server does not implement and that would change the result (tools, logit_bias,
 penalties, n > 1) must fail with 400, never be dropped. Fields that change nothing (user, metadata,
-store) are accepted and ignored.
+store, null fields, empty tools, `tool_choice: "none"`, cache_control on parts) are accepted and
+ignored, as OpenAI accepts what its own SDK sends back.
 """
 
 from __future__ import annotations
@@ -18,26 +19,52 @@ MAX_STOP = 4
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_nulls(cls, data: Any) -> Any:
+        """A field sent as null means "not set" (the SDK's `model_dump()` sends many): only a field
+        set to a value that would change the result is refused."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None or k == "content"}
+        return data
+
 
 class TextPart(_Strict):
     """One part of a message's content; only text is understood by a text model."""
 
     type: Literal["text"]
     text: str
+    cache_control: Optional[dict[str, Any]] = None
+    """A prompt-caching hint some clients add (Anthropic's form); caching here is automatic."""
 
 
 class ChatMessage(_Strict):
     role: Literal["system", "developer", "user", "assistant"]
-    content: Union[str, list[TextPart]]
+    content: Union[str, list[TextPart], None] = None
     name: Optional[str] = None
     reasoning_content: Optional[str] = None
     """An earlier reply's reasoning, as this server returns it; the chat template decides whether
     the model sees it again."""
+    # What the SDK's `model_dump()` of its own reply carries: accepted when empty, as OpenAI does.
+    refusal: Optional[str] = None
+    tool_calls: Optional[list[Any]] = None
+    function_call: Optional[Any] = None
+    audio: Optional[Any] = None
+    annotations: Optional[list[Any]] = None
+
+    @model_validator(mode="after")
+    def _text_message(self) -> "ChatMessage":
+        if self.content is None and self.role != "assistant":
+            raise ValueError(f"a {self.role} message needs content")
+        if self.tool_calls or self.function_call is not None or self.audio is not None:
+            raise ValueError("messages with tool calls or audio are not supported")
+        return self
 
     def as_engine(self) -> dict:
         """{"role", "content"} as the chat template expects (developer is the newer name of system),
         with "reasoning" for an assistant message that carries its reasoning."""
-        text = self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
+        content = self.content or ""
+        text = content if isinstance(content, str) else "".join(p.text for p in content)
         message = {"role": "system" if self.role == "developer" else self.role, "content": text}
         if self.role == "assistant" and self.reasoning_content:
             message["reasoning"] = self.reasoning_content
@@ -55,7 +82,8 @@ class _Sampling(_Strict):
     stream: bool = False
     stream_options: Optional[StreamOptions] = None
     temperature: Optional[float] = Field(default=None, ge=0, le=2)
-    top_p: Optional[float] = Field(default=None, gt=0, le=1)
+    top_p: Optional[float] = Field(default=None, ge=0, le=1)
+    """0 keeps only the likeliest token (OpenAI accepts it): sampled as greedy."""
     max_tokens: Optional[int] = Field(default=None, ge=1)
     stop: Optional[Union[str, list[str]]] = None
     seed: Optional[int] = None
@@ -118,6 +146,22 @@ class ChatCompletionRequest(_Sampling):
     logprobs: Optional[bool] = None
     response_format: Optional[dict[str, Any]] = None
     parallel_tool_calls: Optional[bool] = None
+    tools: Optional[list[dict[str, Any]]] = None
+    tool_choice: Optional[Union[str, dict[str, Any]]] = None
+
+    @field_validator("tools")
+    @classmethod
+    def _no_tools(cls, value):
+        if value:
+            raise ValueError("tools are not supported")
+        return value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _no_tool_choice(cls, value):
+        if value not in (None, "none"):
+            raise ValueError("only tool_choice 'none' is supported")
+        return value
 
     @field_validator("logprobs")
     @classmethod

@@ -58,6 +58,11 @@ def build(version: int, path: Path) -> None:
             "id": 1, "conversation_id": 1, "model_fingerprint": "m-abc", "template_fingerprint": "t-def",
             "token_count": 16, "prefix_hash": "p-123", "path": "c1-0123456789ab.state", "bytes": 4096,
             "created_at": t + 60, "last_used_at": t + 60})
+        if "0005_attachments" in MIGRATION_NAMES[:version]:
+            db["attachments"].insert({
+                "id": 1, "message_id": 1, "position": 0, "name": "itinerary.md", "media_type": "text/markdown",
+                "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
+                "data": None, "created_at": t})
     db.vacuum()
     db.close()
 
@@ -67,7 +72,7 @@ def _with_versions(version: int, rows: list[dict]) -> list[dict]:
     their model; from 0004_reasoning on, the finished reply keeps its reasoning apart."""
     if version < 3:
         return rows
-    if version >= 4:
+    if "0004_reasoning" in MIGRATION_NAMES[:version]:
         for row in rows:
             row.update(reasoning="")
         rows[1].update(reasoning="They asked about food in Lisbon; Belém's pastries are famous.",

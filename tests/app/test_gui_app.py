@@ -52,12 +52,13 @@ def send(qtbot, confab, text):
 def test_the_model_shows_in_the_status_bar(start_app):
     confab = start_app()
     assert confab.window.state == "ready"
-    assert "llama" in confab.window.model_label.text() and "torch/cpu" in confab.window.model_label.text()
+    assert "llama" in confab.window.model_label.text()
+    assert confab.window.backend_label.text().startswith("PyTorch on CPU")
     assert confab.window.figures.text().startswith("0 of ")
     assert confab.engine.model.name in confab.window.windowTitle()
     # The precision the weights compute in, and why it was chosen for this machine.
-    assert confab.engine.dtype in confab.window.model_label.text()
-    assert confab.engine.dtype_reason in confab.window.model_label.toolTip()
+    assert confab.engine.dtype in confab.window.backend_label.text()
+    assert confab.engine.dtype_reason in confab.window.backend_label.toolTip()
 
 
 def test_a_failed_load_keeps_the_previous_model_usable(qtbot, start_app, tmp_path):
@@ -133,3 +134,13 @@ def test_restart_shows_every_conversation_and_continues_with_context(qtbot, star
     again.bridge.run(lambda store: [m.role for m in store.messages(ada)]).success(seen.append)
     qtbot.waitUntil(lambda: bool(seen), timeout=TIMEOUT)
     assert seen[0] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_keep_copies_setting_reaches_the_window_and_the_quick_chat(start_app):
+    from dataclasses import replace
+
+    confab = start_app()
+    assert not confab.window.chat.files.tray.keep_bytes and not confab.quick_chat.files.keep_bytes
+    confab.apply_settings(replace(confab.settings, keep_attachment_files=True))
+    assert confab.window.chat.files.tray.keep_bytes and confab.quick_chat.files.keep_bytes
+    assert confab.quick_chat.context_limit == confab.engine.max_context  # a file too big is caught there too

@@ -84,3 +84,15 @@ def test_a_sent_message_counts_at_once(qtbot, window):
     qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     assert meter.used == 24 and meter.draft == 0  # before the reply's own figures replace it
     qtbot.waitUntil(lambda: not window.bridge.replying(), timeout=REPLY_TIMEOUT)
+
+
+def test_files_sent_after_the_last_counted_reply_count_in_the_meter():
+    """A message whose files are not yet in a reply's prompt count (estimated) in what is used."""
+    import dataclasses
+
+    from app.store import Attachment
+
+    history = [message(0, "user", "Hi"), message(1, "assistant", "Hello!", ReplyStats(0.1, 20.0, 30, 12)),
+               dataclasses.replace(message(2, "user", "x" * 40),
+                                   attachments=(Attachment("a.txt", "text/plain", 400, "y" * 400),))]
+    assert used_tokens(history) == 42 + 10 + 100 + 4

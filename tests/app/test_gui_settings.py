@@ -148,3 +148,17 @@ def test_system_theme_follows_the_color_scheme(qapp):
         assert apply_theme(qapp, "system", 11) is system_is_dark(qapp)
     finally:
         qapp.setPalette(old_palette)
+
+
+def test_keeping_copies_of_attached_files_is_off_by_default_and_saved(qtbot, tmp_path):
+    from app.settings import load_settings, save_settings
+
+    assert AppSettings().keep_attachment_files is False
+    dialog = SettingsDialog(AppSettings(), tmp_path, tray_available=True)
+    qtbot.addWidget(dialog)
+    assert not dialog.keep_attachment_files.isChecked()
+    dialog.keep_attachment_files.setChecked(True)
+    chosen = dialog.result_settings()
+    assert chosen.keep_attachment_files is True
+    save_settings(tmp_path, chosen)
+    assert load_settings(tmp_path).keep_attachment_files is True

@@ -21,15 +21,20 @@ LONG_NOTICE = "Could not load /a/very/long/path/" + "deeper/" * 30 + "model.gguf
 def test_a_long_notice_fits_left_of_the_figures_with_the_whole_text_in_a_tooltip(qtbot, window):
     window.resize(640, 400)
     window.figures.setText("3 of 124 conversations in memory · App memory 1.2 GiB")
-    qtbot.waitUntil(lambda: window.figures.x() > 0, timeout=5_000)
+    qtbot.waitUntil(lambda: _left(window.figures) > 0, timeout=5_000)
     window.notices.show(LONG_NOTICE)
     shown = window.statusBar().currentMessage()
     assert shown.endswith("…") and shown != LONG_NOTICE
     width = window.statusBar().fontMetrics().horizontalAdvance(shown)
-    assert width <= window.figures.x()  # never drawn under the figures
+    assert width <= _left(window.figures)  # never drawn under the figures (or the line before them)
     assert window.statusBar().toolTip() == LONG_NOTICE
     window.resize(1400, 400)  # more room: more of it shows
     qtbot.waitUntil(lambda: len(window.statusBar().currentMessage()) > len(shown), timeout=5_000)
+
+
+def _left(label) -> int:
+    """Where a status bar part starts, in the bar's coordinates (its line included)."""
+    return label.parentWidget().x()
 
 
 def test_a_notice_clears_when_the_conversation_changes(qtbot, window):
@@ -105,3 +110,55 @@ def test_the_picker_marks_the_loaded_model_and_will_not_load_a_broken_file(qtbot
     assert not dialog.load_button.isEnabled()
     dialog.add_source(str(tiny_models["llama"]))  # a loadable one: Load comes back
     qtbot.waitUntil(lambda: dialog.load_button.isEnabled(), timeout=TIMEOUT)
+
+
+def test_the_status_bar_parts_are_apart_and_name_the_backend(qtbot, window):
+    """Memory, model and backend are separate parts, each after a line, never one run of text."""
+    from PySide6.QtWidgets import QFrame
+
+    from app.status_parts import StatusPart
+
+    window.resize(1400, 500)
+    window.set_model("SmolLM2-135M-Instruct", "llamacpp", "cpu", max_context=4096, precision="Q4_1",
+                     backend_reason="a .gguf file runs on llama.cpp")
+    parts = [p for p in window.statusBar().findChildren(StatusPart) if p.isVisible()]
+    assert [p.label for p in parts] == [window.figures, window.model_label, window.backend_label]
+    assert all(p.findChild(QFrame).frameShape() == QFrame.Shape.VLine for p in parts)
+    qtbot.waitUntil(lambda: parts[0].x() > 0)
+    assert parts[0].geometry().right() < parts[1].x() and parts[1].geometry().right() < parts[2].x()
+    assert window.model_label.text() == "SmolLM2-135M-Instruct"
+    assert window.backend_label.text() == "llama.cpp on CPU · Q4_1"
+    assert "Why: a .gguf file runs on llama.cpp" in window.backend_label.toolTip()
+    window.set_model("Qwen3-0.6B", "mlx", "metal", precision="bfloat16")
+    assert window.backend_label.text() == "MLX on Apple GPU · bfloat16"
+    assert "Why:" not in window.backend_label.toolTip()  # an engine without a reason: none shown
+
+
+def test_a_narrow_window_elides_each_part_and_keeps_its_whole_text(qtbot, window):
+    window.set_model("SmolLM2-135M-Instruct", "torch", "cpu", precision="float32 · 4-bit weights")
+    window.stats_label.setText("41.0 tok/s · TTFT 85 ms")
+    window.resize(700, 400)
+    label = window.backend_label
+    qtbot.waitUntil(lambda: label.shown_text() != label.text(), timeout=5_000)
+    assert label.shown_text().endswith("…") and label.text() == "PyTorch on CPU · float32 · 4-bit weights"
+    window.resize(1600, 400)
+    qtbot.waitUntil(lambda: label.shown_text() == label.text(), timeout=5_000)
+
+
+def test_the_speed_part_shows_once_a_reply_has_figures(window):
+    speed = window.stats_label.parentWidget()
+    assert not speed.isVisible()
+    window.stats_label.setText("41.0 tok/s · TTFT 85 ms")
+    assert speed.isVisible()
+
+
+@pytest.mark.parametrize("backend, device, text", [
+    ("torch", "cuda", "PyTorch on NVIDIA GPU (CUDA) · bfloat16"),
+    ("torch", "cpu", "PyTorch on CPU · bfloat16"),
+    ("remote", "127.0.0.1:8317", "Remote server at 127.0.0.1:8317"),
+    ("newlib", "npu", "newlib on npu · bfloat16"),
+])
+def test_backend_words(backend, device, text):
+    from app.status_parts import backend_text
+
+    assert backend_text(backend, device, "bfloat16") == text

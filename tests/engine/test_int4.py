@@ -54,10 +54,65 @@ def test_q4_blocks_map_exactly_onto_scale_and_zero_groups(kind):
     np.testing.assert_allclose(w.dequantize(), reference, rtol=1e-5, atol=1e-6)
 
 
-def test_codes_read_back_from_the_cpu_kernels_layout():
-    codes = np.random.default_rng(3).integers(0, 16, (96, 512), dtype=np.uint8)
-    packed = torch_int4.pack(torch.from_numpy(codes), "cpu")
-    assert torch.equal(torch_int4.unpack_cpu(packed, 96, 512), torch.from_numpy(codes))
+def _prefill_matches_dense(codes, scale, zero) -> None:
+    """A prefill-sized input (>= DENSE_ROWS rows) through a CPU layer equals the dense reference."""
+    layer = torch_int4.from_arrays(codes, scale, zero, None, "cpu")
+    x = torch.randn(2, torch_int4.DENSE_ROWS, codes.shape[1], generator=torch.Generator().manual_seed(4))
+    with torch.inference_mode():
+        got, want = layer(x), x @ torch.from_numpy(torch_int4.dequantize(codes, scale, zero)).t()
+    assert float((got - want).abs().max() / want.abs().max()) < 0.02
+
+
+def _layer_arrays(rows: int = 96, cols: int = 512):
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 16, (rows, cols), dtype=np.uint8)
+    scale = rng.random((rows, cols // 32), dtype=np.float32) * 0.01
+    zero = rng.standard_normal((rows, cols // 32), dtype=np.float32) * 0.01
+    return codes, scale, zero
+
+
+@pytest.fixture
+def unpack_verdict():
+    """The probe's process-wide verdict, put back after the test (UNPACK_OK is a one-item list)."""
+    saved = torch_int4.UNPACK_OK[0]
+    yield torch_int4.UNPACK_OK
+    torch_int4.UNPACK_OK[0] = saved
+
+
+def test_prefill_expands_codes_only_where_the_probe_read_them_back(unpack_verdict):
+    # torch packs int4 differently per CPU (AVX2 and AVX-512 differ): what the product relies on is the
+    # load-time probe's verdict on the running build, and a right answer whichever way it went.
+    unpack_verdict[0] = False
+    codes, scale, zero = _layer_arrays()
+    assert torch_int4.probe(codes, scale, zero, "cpu")[0] is None
+    other = np.random.default_rng(5).integers(0, 16, (64, 256), dtype=np.uint8)  # another shape, same build
+    reads_back = torch.equal(torch_int4.unpack_cpu(torch_int4.pack(torch.from_numpy(other), "cpu"), 64, 256),
+                             torch.from_numpy(other))
+    assert torch_int4.UNPACK_OK[0] == reads_back
+    if reads_back:  # prefill expands the weight: exactly the codes' dense weight
+        layer = torch_int4.from_arrays(codes, scale, zero, None, "cpu")
+        expanded = layer.dense_weight(torch.float32)
+        sz = layer.scales_and_zeros.float()  # scale and zero as the layer holds them (bfloat16)
+        want = torch_int4.dequantize(codes, sz[..., 0].t().numpy(), sz[..., 1].t().numpy())
+        np.testing.assert_allclose(expanded.numpy(), want, rtol=1e-6, atol=1e-7)
+    _prefill_matches_dense(codes, scale, zero)
+
+
+def test_a_layout_unpack_cannot_read_keeps_prefill_on_the_kernel(monkeypatch, unpack_verdict):
+    # Whatever this machine's layout is, a build whose packing unpack_cpu misreads must be caught by
+    # the probe, and prefill must then neither expand the weight nor give a wrong answer.
+    real = torch_int4.unpack_cpu
+    monkeypatch.setattr(torch_int4, "unpack_cpu", lambda packed, out, inp: 15 - real(packed, out, inp))
+    unpack_verdict[0] = True
+    codes, scale, zero = _layer_arrays()
+    assert torch_int4.probe(codes, scale, zero, "cpu")[0] is None  # the kernel itself is still usable
+    assert torch_int4.UNPACK_OK[0] is False
+
+    def must_not_expand(*args):
+        raise AssertionError("prefill expanded a weight the probe could not read back")
+
+    monkeypatch.setattr(torch_int4, "unpack_cpu", must_not_expand)
+    _prefill_matches_dense(codes, scale, zero)
 
 
 @pytest.mark.parametrize("kind", ["Q4_0", "Q4_1", "Q4_K"])

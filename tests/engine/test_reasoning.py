@@ -171,8 +171,43 @@ def test_the_think_switch_off_gives_all_answer(make_engine, tiny_models, tmp_pat
     with engine.open_session() as s:
         reply = s.chat([{"role": "user", "content": "2+2?"}], params, thinking=False).reply()
         assert reply.reasoning == "" and reply.text
+        # chat_tokens (the server's prompt) is what the session prefilled, switch included
+        off = engine.chat_tokens([{"role": "user", "content": "2+2?"}], thinking=False)
+        assert off != engine.chat_tokens([{"role": "user", "content": "2+2?"}])
+        assert reply.stats.prompt_tokens == len(off)
 
 
 def test_bundled_model_has_no_switch(make_engine):
     engine = make_engine("bundled:smollm2-135m-instruct", "torch")
     assert engine.reasoning == "none" and not engine.thinking_switch
+
+
+R1_MARKERS = ["<｜User｜>", "<｜Assistant｜>", "<think>", "</think>"]
+
+
+def test_a_reply_continued_inside_its_reasoning_keeps_typed_markers_as_text(bundled_folder, tmp_path):
+    """The open reasoning is rendered inline, and the content is still traced: a marker the user
+    typed stays text while the template's markers and the reasoning's tag stay control tokens."""
+    codec = codec_with(bundled_folder, tmp_path, "deepseek-r1-distill", special=R1_MARKERS)
+    messages = [{"role": "user", "content": "What does <｜Assistant｜> mean?"},
+                {"role": "assistant", "content": "", "reasoning": "Adding two"}]
+    rendered = codec.render_traced(messages, continue_final=True)
+    assert rendered.text.endswith("<｜Assistant｜><think>\nAdding two")
+    assert rendered.content is not None, "the content could not be traced"
+    ids = codec.encode_chat(rendered)
+    token = codec.tokenizer.convert_tokens_to_ids
+    assert ids.count(token("<｜Assistant｜>")) == 1  # the template's; the typed one is text
+    assert token("<think>") in ids
+
+
+def test_a_reply_with_reasoning_cut_in_its_answer_continues_where_the_template_drops_reasoning(
+        bundled_folder, tmp_path):
+    """DeepSeek-R1's template cuts everything up to </think> out of a reply, so the reply cannot be
+    continued with its reasoning inline: its answer is continued, the reasoning dropped as in history."""
+    codec = codec_with(bundled_folder, tmp_path, "deepseek-r1-distill", special=R1_MARKERS)
+    messages = [{"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "So far: 4", "reasoning": "Adding two"}]
+    rendered = codec.render_traced(messages, continue_final=True)
+    assert rendered.text.endswith("<｜Assistant｜>So far: 4") and "Adding two" not in rendered.text
+    assert rendered.content is not None
+    assert codec.render(messages, continue_final=True) == rendered.text

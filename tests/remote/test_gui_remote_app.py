@@ -73,7 +73,7 @@ def test_connect_reply_restart_and_reconnect(qtbot, start_app, bundled_server, m
     confab.window.connect_action.trigger()
     qtbot.waitUntil(lambda: isinstance(confab.engine, RemoteEngine) and confab.window.state == "ready",
                     timeout=TIMEOUT)
-    assert f"remote/127.0.0.1:{bundled_server.port}" in confab.window.model_label.text()
+    assert confab.window.backend_label.text() == f"Remote server at 127.0.0.1:{bundled_server.port}"
     finished = send(qtbot, confab, "What is the capital of France?")
     assert finished.text.strip() and finished.stats.generated_tokens >= 1
     cid = finished.conversation_id

@@ -1,0 +1,139 @@
+"""Files attached to a message: the record, and the table functions the `Store` calls.
+
+An attachment belongs to one message (deleted with it). The store keeps what the model was sent —
+the file's name, media type, size and text (only the part that fit, when `truncated`) — and, when
+the user asked for it, a copy of the original bytes. Its text is searchable (FTS5 over name and
+text). A new version of an edited message gets copies of the old version's attachments.
+
+These are functions over a sqlite-utils `Database` so the `Store` stays small; callers hold the
+transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Optional
+
+from sqlite_utils import Database
+
+from .errors import InvalidValueError
+from .records import check_text
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One attached file, as stored with its message (or about to be)."""
+
+    name: str
+    """The file's name without its folder, e.g. "notes.md"."""
+    media_type: str
+    """What the file holds, e.g. "text/markdown", "application/pdf"."""
+    size: int
+    """Bytes of the original file."""
+    text: str
+    """The text the model is sent (from a PDF: its extracted text)."""
+    truncated: bool = False
+    """Only the first part of the text was attached (the whole did not fit the context)."""
+    data: Optional[bytes] = field(default=None, repr=False, compare=False)
+    """A copy of the original bytes, kept only when the user asked for it (a setting). Messages
+    read from the store leave it out (see `has_data`); `Store.attachment_data` reads it."""
+    has_data: bool = False
+    """The store holds the original bytes of this file."""
+    id: Optional[int] = None
+    """The store's id (None before it is stored)."""
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Attachment":
+        return cls(name=row["name"], media_type=row["media_type"], size=row["size"], text=row["text"],
+                   truncated=bool(row["truncated"]), has_data=bool(row["has_data"]), id=row["id"])
+
+    def as_dict(self, data: Optional[bytes] = None) -> dict[str, Any]:
+        """The export form: plain JSON values; the bytes (when kept) as base64."""
+        out: dict[str, Any] = {"name": self.name, "media_type": self.media_type, "size": self.size,
+                               "text": self.text, "truncated": self.truncated}
+        if data is not None:
+            out["data_base64"] = base64.b64encode(data).decode("ascii")
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Attachment":
+        """From the export form; raises InvalidValueError naming the bad field."""
+        if not isinstance(d, dict):
+            raise InvalidValueError("an attachment must be an object")
+        for name in ("name", "media_type", "text"):
+            check_text(f"attachment {name}", d.get(name))
+        size = d.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise InvalidValueError("attachment size must be a whole number of bytes")
+        data = d.get("data_base64")
+        try:
+            raw = base64.b64decode(data, validate=True) if data is not None else None
+        except (ValueError, TypeError):
+            raise InvalidValueError("attachment data_base64 is not base64") from None
+        return cls(name=d["name"], media_type=d["media_type"], size=size, text=d["text"],
+                   truncated=bool(d.get("truncated", False)), data=raw)
+
+
+_COLUMNS = "id, message_id, name, media_type, size, text, truncated, data is not null as has_data"
+
+
+def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now: float) -> None:
+    """Store `attachments` with message `message_id`, in order."""
+    rows = []
+    for position, a in enumerate(attachments):
+        if not isinstance(a, Attachment):
+            raise InvalidValueError(f"attachments must be Attachment records, not {type(a).__name__}")
+        for name in ("name", "media_type", "text"):
+            check_text(f"attachment {name}", getattr(a, name))
+        rows.append({"message_id": message_id, "position": position, "name": a.name,
+                     "media_type": a.media_type, "size": int(a.size), "text": a.text,
+                     "truncated": int(a.truncated), "data": a.data, "created_at": now})
+    if rows:
+        db["attachments"].insert_all(rows)
+
+
+def copy(db: Database, from_message: int, to_message: int, now: float) -> None:
+    """Give `to_message` copies of `from_message`'s attachments (an edited message's new version)."""
+    db.execute("""insert into attachments (message_id, position, name, media_type, size, text, truncated,
+                                           data, created_at)
+                  select ?, position, name, media_type, size, text, truncated, data, ?
+                  from attachments where message_id = ? order by position""",
+               [to_message, now, from_message])
+
+
+def for_messages(db: Database, message_ids: list[int]) -> dict[int, tuple[Attachment, ...]]:
+    """Each message's attachments (without their bytes), in order; messages with none are absent."""
+    found: dict[int, list[Attachment]] = {}
+    for start in range(0, len(message_ids), 500):  # SQLite's variable limit
+        ids = message_ids[start:start + 500]
+        cursor = db.execute(
+            f"select {_COLUMNS} from attachments where message_id in ({', '.join('?' * len(ids))}) "
+            "order by message_id, position", ids)
+        names = [d[0] for d in cursor.description]
+        for values in cursor:
+            row = dict(zip(names, values))
+            found.setdefault(row["message_id"], []).append(Attachment.from_row(row))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def data(db: Database, attachment_id: int) -> Optional[bytes]:
+    """The original bytes of an attachment, or None when they were not kept."""
+    row = db.execute("select data from attachments where id = ?", [attachment_id]).fetchone()
+    return None if row is None else row[0]
+
+
+def search(db: Database, match: str, mark: tuple[str, str], snippet_tokens: int) -> Iterator[tuple]:
+    """Messages whose attachments match, best first: rows of (conversation id, message id, title,
+    role, snippet, rank) with the snippet naming the file ("notes.md: …the [match]…")."""
+    return db.execute(
+        """select m.conversation_id, m.id, c.title, m.role,
+                  a.name || ': ' || snippet(attachments_fts, 1, ?, ?, '…', ?) as snippet,
+                  attachments_fts.rank
+           from attachments_fts
+           join attachments a on a.rowid = attachments_fts.rowid
+           join messages m on m.id = a.message_id
+           join conversations c on c.id = m.conversation_id
+           where attachments_fts match ?
+           order by attachments_fts.rank""",
+        [mark[0], mark[1], snippet_tokens, match])
