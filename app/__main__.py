@@ -21,7 +21,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m app", description="Confab: chat with a local model.")
     parser.add_argument("--model", default=None,
                         help=f"bundled:NAME, a model folder or a .gguf file (default: the last one used, else {DEFAULT_MODEL})")
-    parser.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
+    parser.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx", "llamacpp"])
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     parser.add_argument("--home", type=Path, default=None, help="data folder (default: $CONFAB_HOME or the user data dir)")
     parser.add_argument("--self-test", action="store_true",

@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--server", default=None, metavar="URL",
                       help="chat with a model served elsewhere: its OpenAI base URL, e.g. http://127.0.0.1:8317/v1")
     chat.add_argument("--api-key", default=None, help="with --server: the server's API key")
-    chat.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
+    chat.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx", "llamacpp"],
+                      help="auto: a .gguf on llama.cpp where llama-cpp-python imports, folders on torch (MLX on Apple Silicon)")
     chat.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     chat.add_argument("--temperature", type=float, default=0.7)
     chat.add_argument("--max-tokens", type=int, default=512)
@@ -30,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
 
     bench = sub.add_parser("bench", help="measure load, prefill and decode speed against the plain library")
     bench.add_argument("--model", default=DEFAULT_MODEL)
-    bench.add_argument("--backend", default="all", choices=["all", "auto", "torch", "mlx"],
-                       help="all (the default) benches every installed backend, one after the other")
+    bench.add_argument("--backend", default="all", type=_backend_list,
+                       help="comma-separated: torch, mlx, llamacpp, auto; all (the default) benches every installed "
+                            "backend that can load the model, one after the other")
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
@@ -66,6 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     from .bench import run_bench
 
     return run_bench(args)
+
+
+def _backend_list(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    bad = [n for n in names if n not in ("all", "auto", "torch", "mlx", "llamacpp")]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"unknown backend {', '.join(bad) or value!r}: use all, auto, torch, mlx, llamacpp")
+    return names
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from .bench_bf16 import bf16_figures
 from .bench_contended import decode_contended, decode_two_procs
 from .bench_context import context_figures, context_rows
 from .bench_library import LibraryModel
+from .bench_llamacpp import llamacpp_figures, print_llamacpp_table
 from .errors import EngineError
 
 BUSY = 8
@@ -28,29 +29,62 @@ PREFILL_TEXT = "The quick brown fox jumps over the lazy dog while the band plays
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    names = backends.installed() if args.backend == "all" else [args.backend]
+    names = _backend_names(args.backend, args.model)
     if not names:
-        print("error: neither torch nor mlx is installed", file=sys.stderr)
+        print("error: no backend is installed that can load this model", file=sys.stderr)
         return 1
     results = {}
     for name in names:
         try:
-            results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
-                                          contended=getattr(args, "contended", False),
-                                          prefill_tokens=getattr(args, "prefill_tokens", 2000),
-                                          long_context=getattr(args, "long_context", 4000))
+            if name == "llamacpp":
+                results[name] = llamacpp_figures(args.model, counts, args.tokens, say,
+                                                 contended=getattr(args, "contended", False),
+                                                 prefill_tokens=getattr(args, "prefill_tokens", 2000))
+            else:
+                results[name] = bench_backend(args.model, name, args.dtype, counts, args.tokens, say,
+                                              contended=getattr(args, "contended", False),
+                                              prefill_tokens=getattr(args, "prefill_tokens", 2000),
+                                              long_context=getattr(args, "long_context", 4000))
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-    if args.json:
-        # One backend: its figures; several: a map from backend to its figures.
-        print(json.dumps(results[names[0]] if len(names) == 1 else results))
+    if "llamacpp" in results and "torch" in results:  # the same run: llama.cpp against torch's auto
+        torch_decode = results["torch"]["decode_tok_s"]
+        results["llamacpp"]["torch_decode_tok_s"] = torch_decode
+        results["llamacpp"]["decode_vs_torch"] = round(results["llamacpp"]["decode_tok_s"] / torch_decode, 2)
+    if args.json:  # one JSON object per line, per backend, each with its "backend" key
+        for figures in results.values():
+            print(json.dumps(figures))
         return 0
     for i, figures in enumerate(results.values()):
         if i:
             print()
-        print_table(figures)
+        (print_llamacpp_table if figures["backend"] == "llamacpp" else print_table)(figures)
     return 0
+
+
+def _backend_names(asked, model: str) -> list[str]:
+    """The backends to bench, in order: "all" is every installed one that can load `model` (llama.cpp
+    loads only .gguf files); "auto" is what Engine.load would pick."""
+    from .models.sources import locate
+
+    asked = asked.split(",") if isinstance(asked, str) else list(asked)
+    try:
+        kind = locate(model)[0]
+    except EngineError:
+        kind = "folder"  # the load reports the bad model by name
+    names: list[str] = []
+    for name in asked:
+        if name == "all":
+            found = backends.installed()
+            if kind != "gguf" or backends.llamacpp_error() is not None:
+                found = [b for b in found if b != "llamacpp"]
+            names += found
+        elif name == "auto":
+            names.append(backends.choose("auto", kind)[0])
+        else:
+            names.append(name)
+    return list(dict.fromkeys(names))
 
 
 def bench_backend(model: str, backend: str, dtype: str, counts: list[int], tokens: int, say,

@@ -26,7 +26,7 @@ def run_chat(args: argparse.Namespace) -> int:
             engine = Engine.load(args.model or DEFAULT_MODEL, EngineConfig(backend=args.backend, dtype=args.dtype),
                                  progress=progress)
             about = (f"{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
-                     f"weights {engine.capacity().weights_bytes / 2**20:.0f} MiB")
+                     f"weights {engine.capacity().weights_bytes / 2**20:.0f} MiB; {engine.backend_reason}")
     except EngineError as e:
         print(f"\nerror: {e}", file=sys.stderr)
         return 1

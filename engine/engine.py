@@ -21,6 +21,7 @@ from . import backends, capacity
 from .capacity import text_config
 from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
+from .models.sources import locate
 from .runner import Runner
 from .session import Session
 from .text import TextCodec
@@ -102,6 +103,12 @@ class Engine:
     @property
     def backend(self) -> str:
         return self._worker.backend.name
+
+    @property
+    def backend_reason(self) -> str:
+        """Which backend runs and why, in one line: e.g. "llama.cpp: a GGUF file runs as stored", or
+        why a GGUF fell back to torch ("torch: llama-cpp-python does not import (...)")."""
+        return self._worker.backend_reason
 
     @property
     def device(self) -> str:
@@ -194,6 +201,8 @@ class Engine:
             max_sessions=w.max_sessions,
             live_sessions=len(w.slots),
             budget_bytes=w.budget,
+            pool_tokens=w.pool.tokens if w.pool is not None else 0,
+            held_tokens=w.held_tokens(),
         )
 
     # -- sessions ----------------------------------------------------------------------------------
@@ -247,18 +256,20 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
     report = progress or (lambda fraction, message: None)
     started = time.perf_counter()
     report(0.0, f"resolving {source}")
-    model = resolve(source, progress=lambda f, m: report(0.5 * f, m))
+    choice, reason = backends.choose(config.backend, locate(source)[0])
+    model = resolve(source, progress=lambda f, m: report(0.5 * f, m), as_stored=choice == "llamacpp")
     capacity.check_config(model.config, model.name)
     config = _fit_context(config, model)
-    backend = backends.create(config.backend, config.device, config.dtype, config.quantize)
+    backend = backends.create(choice, config.device, config.dtype, config.quantize, config)
     report(0.5, f"loading {model.name} with {backend.name}")
     try:
         backend.load(model.path, model.config)
         warm_up = getattr(backend, "warm_up", None)
         if warm_up is not None:  # e.g. CUDA graphs of the decode step, before free memory is measured
             warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
-        codec = TextCodec(model.path)
+        codec = TextCodec(model.tokenizer_folder)
         worker = Worker(backend, codec, model, config)
+        worker.backend_reason = reason
     except BaseException:
         backend.close()  # this thread's library state goes now, not in the thread's exit
         raise

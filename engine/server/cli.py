@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
                             "client (each key sees only its own sessions)")
     serve.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                        help="allow browser requests from ORIGIN (repeatable); none by default")
-    serve.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx"])
+    serve.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx", "llamacpp"])
     serve.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     serve.add_argument("--max-context", type=int, default=4096, help="most tokens one session holds")
     serve.add_argument("--max-sessions", type=int, default=None,

@@ -44,6 +44,9 @@ def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int
     def fault():
         raise RuntimeError(f"simulated fault ({where})")
 
+    if backend == "llamacpp":
+        _inject_llamacpp_fault(where, monkeypatch, should_fail, fault)
+        return calls
     model = engine._worker.backend.model
     if where == "layer" and backend == "torch":
         layer = model.model.layers[1]
@@ -89,6 +92,29 @@ def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int
 
         monkeypatch.setattr(mlx_backend, "np", FaultyNumpy())
     return calls
+
+
+def _inject_llamacpp_fault(where: str, monkeypatch, should_fail, fault) -> None:
+    """llama.cpp: "layer" lets llama_decode write every sequence's K/V, then reports a failure;
+    "copy" fails reading the logits after a decode that succeeded."""
+    import engine.backends.llamacpp as llamacpp
+
+    lib = llamacpp.lc
+    real_decode, real_logits = lib.llama_decode, lib.llama_get_logits_ith
+    state = {"failing": False}
+
+    def decode(ctx, batch):
+        rc = real_decode(ctx, batch)
+        state["failing"] = should_fail(batch.n_tokens)
+        return -3 if where == "layer" and state["failing"] else rc
+
+    def logits(ctx, row):
+        if where == "copy" and state["failing"]:
+            fault()
+        return real_logits(ctx, row)
+
+    monkeypatch.setattr(lib, "llama_decode", decode)
+    monkeypatch.setattr(lib, "llama_get_logits_ith", logits)
 
 
 @pytest.mark.parametrize("where", ["layer", "copy"])

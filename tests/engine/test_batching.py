@@ -40,6 +40,9 @@ def watched_with_others(engine, n_others: int, n_tokens: int) -> tuple[list[int]
     rows: list[int] = []
     real_forward, real_round = worker.batch.forward, worker.step_round
     worker.batch.forward = lambda feeds: (rows.append(len(feeds)), real_forward(feeds))[1]
+    if worker.together is not None:  # llama.cpp: each round is one call; count those holding several sessions
+        real_call = worker.together._call
+        worker.together._call = lambda items: (len(items) > 1 and rows.append(len(items)), real_call(items))[1]
     others = [engine.open_session() for _ in range(n_others)]
     early, late = others[: (n_others + 1) // 2], others[(n_others + 1) // 2:]
     watched = engine.open_session()
@@ -67,6 +70,8 @@ def watched_with_others(engine, n_others: int, n_tokens: int) -> tuple[list[int]
     for s in others + [watched]:
         s.close()
     worker.batch.forward, worker.step_round = real_forward, real_round
+    if worker.together is not None:
+        del worker.together._call
     return got, rows
 
 
@@ -127,6 +132,15 @@ def test_failed_batched_forward_poisons_only_the_faulty_session(tiny_engine, mon
             faulty.set()
         real_round()
 
+    if hasattr(worker.backend, "step"):  # llama.cpp: the joint call fails, then the bad session's own
+        real_step = worker.backend.step
+
+        def step(items):
+            if faulty.is_set() and (len(items) > 1 or items[0][0] is worker.slots[bad.id].state):
+                raise RuntimeError("simulated device fault")
+            return real_step(items)
+
+        monkeypatch.setattr(worker.backend, "step", step)
     monkeypatch.setattr(worker.backend, "forward_batch", forward_batch)
     monkeypatch.setattr(worker.backend, "forward", forward)
     monkeypatch.setattr(worker, "step_round", step_round)

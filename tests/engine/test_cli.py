@@ -52,7 +52,8 @@ def test_bench_covers_every_installed_backend_by_default():
 
     from engine import backends
 
-    expected = {name for name, module in (("torch", "torch"), ("mlx", "mlx_lm")) if importlib.util.find_spec(module)}
+    expected = {name for name, module in (("torch", "torch"), ("mlx", "mlx_lm"), ("llamacpp", "llama_cpp"))
+                if importlib.util.find_spec(module)}
     assert set(backends.installed()) == expected
     assert backends.installed()[0] == backends.default_backend()
 

@@ -39,7 +39,7 @@ def test_bad_sampling_values(tiny_engine, params, message):
 @pytest.mark.parametrize(
     "config, message",
     [
-        (dict(backend="jax"), "backend must be auto, torch or mlx"),
+        (dict(backend="jax"), "backend must be auto, torch, mlx or llamacpp"),
         (dict(max_context=4), "max_context must be at least 16"),
         (dict(max_sessions=0), "max_sessions must be at least 1"),
         (dict(dtype="int8"), "dtype must be auto"),
@@ -107,6 +107,15 @@ def test_failed_forward_poisons_only_its_session(tiny_engine, monkeypatch):
         return real_forward(state, ids)
 
     monkeypatch.setattr(worker.backend, "forward", forward)
+    real_step = getattr(worker.backend, "step", None)
+    if real_step is not None:  # llama.cpp steps every session of a round in one call
+
+        def step(items):
+            if any(state is worker.slots[bad.id].state for state, _ in items):
+                raise RuntimeError("simulated device fault")
+            return real_step(items)
+
+        monkeypatch.setattr(worker.backend, "step", step)
     params = SamplingParams(temperature=0, max_tokens=8, ignore_stop=True)
     good_stream = good.generate(prompt_ids(engine, "hello there"), params)
     with pytest.raises(SessionPoisonedError, match="simulated device fault"):
@@ -115,6 +124,8 @@ def test_failed_forward_poisons_only_its_session(tiny_engine, monkeypatch):
         bad.generate([1, 2, 3])
     assert len(token_ids(good_stream)) == 8  # the other session and the engine go on
     monkeypatch.setattr(worker.backend, "forward", real_forward)
+    if real_step is not None:
+        monkeypatch.setattr(worker.backend, "step", real_step)
     bad.reset()
     assert len(token_ids(bad.generate([1, 2, 3], params))) == 8
     bad.close()

@@ -14,14 +14,15 @@ USER = [{"role": "user", "content": "Hi"}]
 
 
 @pytest.fixture(scope="module")
-def shared_engines(tiny_models):
+def shared_engines(tiny_models, gguf_source):
     """One engine per backend for the whole table: bad requests leave nothing behind to isolate."""
     engines: dict[str, Engine] = {}
 
     def get(backend: str) -> Engine:
         if backend not in engines:
             config = EngineConfig(backend=backend, dtype="float32", max_context=256)
-            engines[backend] = Engine.load(str(tiny_models["llama"]), config)
+            source = gguf_source(tiny_models["llama"]) if backend == "llamacpp" else tiny_models["llama"]
+            engines[backend] = Engine.load(str(source), config)
         return engines[backend]
 
     yield get

@@ -12,8 +12,8 @@ from tests.engine.helpers import token_ids
 PARAMS = SamplingParams(temperature=0, max_tokens=3, ignore_stop=True)
 
 
-def _load(tiny_models, backend) -> Engine:
-    return Engine.load(str(tiny_models["llama"]), EngineConfig(backend=backend, dtype="float32", max_context=256))
+def _load(source, backend) -> Engine:
+    return Engine.load(str(source), EngineConfig(backend=backend, dtype="float32", max_context=256))
 
 
 def test_dropped_session_handles_free_their_slots(make_engine, tiny_models, backend):
@@ -43,8 +43,8 @@ def test_a_session_dropped_mid_reply_is_closed_once_the_reply_ends(make_engine, 
     engine.open_session().close()
 
 
-def test_close_frees_the_weights_whatever_handles_remain(tiny_models, backend):
-    engine = _load(tiny_models, backend)
+def test_close_frees_the_weights_whatever_handles_remain(tiny_models, backend, source_for):
+    engine = _load(source_for(tiny_models["llama"], backend), backend)
     weights = weakref.ref(engine._worker.backend)
     session = engine.open_session()
     token_ids(session.generate([5, 6, 7], PARAMS))
@@ -54,8 +54,8 @@ def test_close_frees_the_weights_whatever_handles_remain(tiny_models, backend):
     assert session.tokens  # the handle still answers what it can
 
 
-def test_a_dropped_engine_stops_its_thread_and_frees_the_weights(tiny_models, backend):
-    engine = _load(tiny_models, backend)
+def test_a_dropped_engine_stops_its_thread_and_frees_the_weights(tiny_models, backend, source_for):
+    engine = _load(source_for(tiny_models["llama"], backend), backend)
     weights = weakref.ref(engine._worker.backend)
     thread = engine._runner.thread
     with engine.open_session() as s:
@@ -68,11 +68,11 @@ def test_a_dropped_engine_stops_its_thread_and_frees_the_weights(tiny_models, ba
     assert weights() is None
 
 
-def test_switching_models_returns_the_old_models_memory(tiny_models, backend):
+def test_switching_models_returns_the_old_models_memory(tiny_models, backend, source_for):
     """What the app's model switch does: load the new engine, close the old one."""
-    old = _load(tiny_models, backend)
+    old = _load(source_for(tiny_models["llama"], backend), backend)
     old_weights = weakref.ref(old._worker.backend)
-    new = Engine.load(str(tiny_models["qwen3"]), EngineConfig(backend=backend, dtype="float32", max_context=256))
+    new = _load(source_for(tiny_models["qwen3"], backend), backend)
     old.close()
     gc.collect()
     assert old_weights() is None

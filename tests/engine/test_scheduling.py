@@ -40,6 +40,14 @@ def test_two_engines_generate_at_the_same_time(make_engine, tiny_models, backend
             return real(state, ids)
 
         worker.backend.forward = forward
+        if hasattr(worker.backend, "step"):  # llama.cpp steps each round in one call
+
+            def step(items, real=worker.backend.step, used=used):
+                used.add(threading.current_thread().name)
+                time.sleep(0.002)
+                return real(items)
+
+            worker.backend.step = step
 
     spans, results = [None, None], [None, None]
 

@@ -1,0 +1,372 @@
+"""llama.cpp backend: a GGUF file served as it is stored, every session a sequence in one context.
+
+Built on llama-cpp-python's low-level API (the `llama_*` ctypes functions), not its `Llama` class,
+which serves one sequence at a time. One `llama_model` and one `llama_context` per engine, created,
+used and freed only on the engine thread (a llama.cpp context is not thread-safe).
+
+- A session's state is a sequence id in the context; its K/V are that sequence's cells in one unified
+  pool (`kv_unified`), so memory follows the tokens conversations hold, not sessions × max_context.
+  The pool's size in tokens is fixed at load (llama.cpp allocates it then); the worker admits a turn
+  only when every session's held and reserved tokens still fit (engine/together.py), so no session
+  ever loses cells to another.
+- `step` decodes any mix of sequences and token counts in one `llama_batch` / `llama_decode`: every
+  decoding session's next token together with a chunk of a pending prompt, as llama.cpp's server does.
+- Sampling stays in the engine's numpy sampler: `step` returns float32 logits, one row per sequence.
+- Save/restore: the sequence's bytes (`llama_state_seq_get_data` / `set_data`) as one uint8 tensor in
+  the engine's safetensors state file, whose metadata is checked before any byte is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ContextManager, Optional
+
+import numpy as np
+
+import llama_cpp as lc
+
+from .. import capacity
+from ..errors import CapacityError, ModelLoadError, StateFileError
+from .torch_threads import thread_count
+
+log = logging.getLogger(__name__)
+
+POOL_SESSIONS = 4
+"""Default pool: this many sessions filled to max_context (within the memory budget). Sessions share
+it, so many short conversations fit where only four full ones would."""
+POOL_STEP = 256
+"""llama.cpp pads a context's cell count to a multiple of this."""
+KV_BYTES = 2
+"""The K/V cache is float16 (llama.cpp's default type)."""
+_DECODE_ERRORS = {1: "no room in the KV pool", 2: "aborted", -1: "invalid batch"}
+_init_lock = threading.Lock()
+_initialized = False
+
+
+# ggml's log levels (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continuation). llama-cpp-python's
+# own callback maps an older numbering (its "error" is today's warning), so it is replaced: llama.cpp's
+# errors reach this module's logger as errors, the rest (e.g. "n_ctx_per_seq < n_ctx_train", which
+# does not apply to a unified pool) at info level and below.
+_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
+
+
+@lc.llama_log_callback
+def _log_callback(level: int, text: bytes, user_data) -> None:
+    severity = _LOG_LEVELS.get(level, logging.DEBUG)
+    if log.isEnabledFor(severity):
+        log.log(severity, "llama.cpp: %s", text.decode(errors="replace").rstrip())
+
+
+def _init_library() -> None:
+    """llama_backend_init once per process (it is process-wide; never freed while engines may run)."""
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            lc.llama_log_set(_log_callback, ctypes.c_void_p(0))
+            lc.llama_backend_init()
+            _initialized = True
+
+
+@dataclass
+class Seq:
+    """One session's state: its sequence id and how many positions it holds."""
+
+    id: int
+    n_past: int = 0
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What the context was sized for, in tokens and bytes (read by the worker's capacity)."""
+
+    tokens: int
+    bytes_per_token: int
+    max_sessions: int
+    max_context: int
+
+    @property
+    def budget(self) -> int:
+        return self.tokens * self.bytes_per_token
+
+    @property
+    def per_session(self) -> int:
+        return self.max_context * self.bytes_per_token
+
+
+class LlamaCppBackend:
+    name = "llamacpp"
+
+    def __init__(self, device: str, dtype: str, config) -> None:
+        if device not in ("auto", "cpu", "cuda", "metal"):
+            raise ModelLoadError(f"the llamacpp backend runs on auto, cpu, cuda or metal, not {device!r}")
+        _init_library()
+        self.offload = device != "cpu" and bool(lc.llama_supports_gpu_offload())
+        if device in ("cuda", "metal") and not self.offload:
+            raise ModelLoadError(f"device {device!r} was asked for but this llama.cpp build has no GPU support")
+        self.device = ("metal" if sys.platform == "darwin" else "gpu") if self.offload else "cpu"
+        self.dtype = "float16"
+        # A dtype set for torch/MLX (e.g. in the app's settings) does not apply: said, not refused.
+        self.dtype_reason = "float16 K/V cache; weights in the formats the GGUF stores" + (
+            f" (dtype {dtype} applies to torch and MLX only)" if dtype != "auto" else "")
+        self.quantized = ""
+        self.config = config
+        self.threads = thread_count()
+        self.weights_nbytes = 0
+        self.pool: Optional[Pool] = None
+        self.model = None
+        self.ctx = None
+        self._mem = None
+        self._batch = None
+        self._batch_size = 0
+        self._n_vocab = 0
+        self._swa = 0
+        self._seqs: dict[int, Seq] = {}
+        self._free: list[int] = []
+
+    # -- load --------------------------------------------------------------------------------------
+    def load(self, path: Path, config: dict) -> None:
+        params = lc.llama_model_default_params()
+        params.n_gpu_layers = -1 if self.offload else 0
+        model = lc.llama_model_load_from_file(str(path).encode(), params)
+        if not model:
+            raise ModelLoadError(f"llama.cpp could not load {Path(path).name} (see its message above)")
+        self.model = model
+        self.weights_nbytes = int(lc.llama_model_size(model))
+        self._n_vocab = int(lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model)))
+        self._swa = int(lc.llama_model_n_swa(model))
+        self.quantized = f"{self._desc()} (GGUF, as stored)"
+        per_token = self._bytes_per_token()
+        pool_tokens, n_seq = self._pool_size(per_token)
+        cp = lc.llama_context_default_params()
+        cp.n_ctx = pool_tokens
+        self._batch_size = self.config.prefill_chunk + n_seq
+        cp.n_batch = self._batch_size
+        cp.n_ubatch = min(self._batch_size, 512)
+        cp.n_seq_max = n_seq
+        cp.n_threads = cp.n_threads_batch = self.threads
+        cp.kv_unified = True
+        # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
+        # in cell order: a session's attention then does not depend on who shares the pool or a
+        # decode (greedy tokens alone = batched, restored = never left), and costs what its own
+        # cells cost rather than the whole pool's span.
+        cp.flash_attn = True
+        cp.no_perf = True
+        ctx = lc.llama_init_from_model(model, cp)
+        if not ctx:
+            raise ModelLoadError(f"llama.cpp could not create a context of {pool_tokens} tokens for {Path(path).name}")
+        self.ctx = ctx
+        self._mem = lc.llama_get_memory(ctx)
+        self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
+        self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
+        self._free = list(range(n_seq))
+
+    def _desc(self) -> str:
+        buf = ctypes.create_string_buffer(256)
+        lc.llama_model_desc(self.model, buf, len(buf))
+        return buf.value.decode(errors="replace")
+
+    def _meta_int(self, key: str) -> Optional[int]:
+        buf = ctypes.create_string_buffer(64)
+        if lc.llama_model_meta_val_str(self.model, key.encode(), buf, len(buf)) < 0:
+            return None
+        try:
+            return int(buf.value)
+        except ValueError:
+            return None
+
+    def _bytes_per_token(self) -> int:
+        """K and V bytes one token takes in every layer (float16 cache)."""
+        arch = ctypes.create_string_buffer(64)
+        lc.llama_model_meta_val_str(self.model, b"general.architecture", arch, len(arch))
+        prefix = arch.value.decode()
+        heads = int(lc.llama_model_n_head(self.model))
+        kv_heads = int(lc.llama_model_n_head_kv(self.model)) or heads
+        default = int(lc.llama_model_n_embd(self.model)) // max(heads, 1)
+        k = self._meta_int(f"{prefix}.attention.key_length") or default
+        v = self._meta_int(f"{prefix}.attention.value_length") or default
+        return int(lc.llama_model_n_layer(self.model)) * kv_heads * (k + v) * KV_BYTES
+
+    def _pool_size(self, per_token: int) -> tuple[int, int]:
+        """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS
+        sessions at max_context lowered to the default budget; never less than one full session."""
+        cfg = self.config
+        n_seq = min(cfg.max_sessions or lc.llama_max_parallel_sequences(), lc.llama_max_parallel_sequences())
+        if cfg.memory_budget is not None:
+            budget = cfg.memory_budget
+        else:
+            budget = min(capacity.default_budget(self.available_memory()), POOL_SESSIONS * cfg.max_context * per_token)
+        tokens = budget // per_token
+        if tokens < cfg.max_context:
+            raise CapacityError(
+                f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
+                f"({cfg.max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
+            )
+        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds
+        return max(POOL_STEP, tokens // POOL_STEP * POOL_STEP), int(n_seq)
+
+    def available_memory(self) -> int:
+        import psutil
+
+        return psutil.virtual_memory().available
+
+    def compute(self) -> ContextManager:
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        """Free the batch, the context and the model, on the engine thread."""
+        if self._batch is not None:
+            lc.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ctx is not None:
+            lc.llama_free(self.ctx)
+            self.ctx, self._mem = None, None
+        if self.model is not None:
+            lc.llama_model_free(self.model)
+            self.model = None
+        self._seqs.clear()
+
+    # -- sessions ----------------------------------------------------------------------------------
+    def new_state(self) -> Seq:
+        if not self._free:
+            raise CapacityError(f"all {self.pool.max_sessions} sequences of the llama.cpp context are in use")
+        seq = Seq(self._free.pop(0))
+        self._seqs[seq.id] = seq
+        return seq
+
+    def free_state(self, seq: Seq) -> None:
+        """Remove the sequence's cells and give its id back (what dropping a torch state does)."""
+        if self._seqs.get(seq.id) is not seq:
+            return
+        lc.llama_memory_seq_rm(self._mem, seq.id, -1, -1)
+        del self._seqs[seq.id]
+        self._free.append(seq.id)
+        self._free.sort()
+        seq.n_past = 0
+
+    def held_tokens(self, seq: Optional[Seq] = None) -> int:
+        """Tokens the pool holds: for `seq`, or for every sequence."""
+        if seq is not None:
+            return seq.n_past
+        return sum(s.n_past for s in self._seqs.values())
+
+    def state_nbytes(self, seq: Seq) -> int:
+        return seq.n_past * self.pool.bytes_per_token
+
+    # -- compute -----------------------------------------------------------------------------------
+    def step(self, items: list[tuple[Seq, list[int]]]) -> list[np.ndarray]:
+        """Append each item's tokens to its sequence in one llama_decode; float32 logits of each
+        item's last position. On error, every sequence is left as it was before the call."""
+        n = sum(len(tokens) for _, tokens in items)
+        if n > self._batch_size:
+            raise ValueError(f"{n} tokens in one step; the batch holds {self._batch_size}")
+        b = self._batch
+        token = np.ctypeslib.as_array(b.token, shape=(self._batch_size,))
+        pos = np.ctypeslib.as_array(b.pos, shape=(self._batch_size,))
+        n_seq = np.ctypeslib.as_array(b.n_seq_id, shape=(self._batch_size,))
+        wants = np.ctypeslib.as_array(b.logits, shape=(self._batch_size,))
+        last: list[int] = []
+        i = 0
+        for seq, tokens in items:
+            k = len(tokens)
+            token[i:i + k] = tokens
+            pos[i:i + k] = np.arange(seq.n_past, seq.n_past + k)
+            n_seq[i:i + k] = 1
+            wants[i:i + k] = 0
+            wants[i + k - 1] = 1
+            for j in range(i, i + k):
+                b.seq_id[j][0] = seq.id
+            i += k
+            last.append(i - 1)
+        b.n_tokens = n
+        try:
+            rc = lc.llama_decode(self.ctx, b)
+            if rc != 0:
+                raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
+            out = [np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
+                   for row in last]
+        except BaseException:
+            for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
+                lc.llama_memory_seq_rm(self._mem, seq.id, seq.n_past, -1)
+            raise
+        for seq, tokens in items:
+            seq.n_past += len(tokens)
+        return out
+
+    def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:
+        """Append `token_ids` (split into batch-sized pieces); logits of the last position."""
+        logits = None
+        for start in range(0, len(token_ids), self._batch_size):
+            logits = self.step([(seq, list(token_ids[start:start + self._batch_size]))])[0]
+        return logits
+
+    # Sessions are sequences of one context: a batch is just the list of them, nothing to merge.
+    def batchable(self, seq: Seq) -> bool:
+        return True
+
+    def merge(self, states: list[Seq]) -> list[Seq]:
+        return list(states)
+
+    def forward_batch(self, batch: list[Seq], token_ids: list[int]) -> np.ndarray:
+        return np.stack(self.step([(seq, [t]) for seq, t in zip(batch, token_ids)]))
+
+    def split(self, batch: list[Seq]) -> list[Seq]:
+        return list(batch)
+
+    def row_nbytes(self, batch: list[Seq], row: int) -> int:
+        return self.state_nbytes(batch[row])
+
+    def trim(self, seq: Seq, n: int) -> bool:
+        """Drop the last `n` positions where the memory allows it: not a recurrent state, and not a
+        sliding-window cache that has already dropped what the shorter prefix would attend to."""
+        if n <= 0:
+            return True
+        keep = seq.n_past - n
+        if self._swa and lc.llama_memory_seq_pos_min(self._mem, seq.id) > max(0, keep - self._swa):
+            return False
+        if not lc.llama_memory_seq_rm(self._mem, seq.id, keep, -1):
+            return False
+        seq.n_past = keep
+        return True
+
+    # -- save / restore ----------------------------------------------------------------------------
+    def save_state(self, seq: Seq, path: Path, metadata: dict[str, str]) -> None:
+        from safetensors.numpy import save_file
+
+        data = np.zeros(0, dtype=np.uint8)
+        if seq.n_past:
+            size = lc.llama_state_seq_get_size(self.ctx, seq.id)
+            buf = (ctypes.c_uint8 * size)()
+            written = lc.llama_state_seq_get_data(self.ctx, buf, size, seq.id)
+            data = np.frombuffer(buf, dtype=np.uint8, count=written).copy()
+        save_file({"llama_seq": data}, str(path), metadata={**metadata, "llama_tokens": str(seq.n_past)})
+
+    def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
+        from safetensors import safe_open
+
+        path = Path(path)
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = dict(f.metadata() or {})
+                data = f.get_tensor("llama_seq")
+            held = int(meta["llama_tokens"])
+        except Exception as e:
+            raise StateFileError(f"{path.name} is not a readable llama.cpp session state: {e}") from e
+        free = self.pool.tokens - self.held_tokens()
+        if held > free:
+            raise CapacityError(f"{path.name} holds {held} tokens; the KV pool has {free} of {self.pool.tokens} free")
+        seq = self.new_state()
+        if held:
+            data = np.ascontiguousarray(data, dtype=np.uint8)
+            read = lc.llama_state_seq_set_data(
+                self.ctx, data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), data.size, seq.id)
+            seq.n_past = int(lc.llama_memory_seq_pos_max(self._mem, seq.id)) + 1
+            if not read or seq.n_past != held:
+                self.free_state(seq)
+                raise StateFileError(f"{path.name}: llama.cpp could not restore its {held} tokens into this model")
+        return seq, meta

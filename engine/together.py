@@ -1,0 +1,102 @@
+"""Rounds for a backend that decodes any mix of sessions in one call (llama.cpp's `step`), and the
+admission of a turn into a shared K/V pool.
+
+Each round is one call: every decoding session's next token plus a chunk of pending prompt, the
+chunks sharing `prefill_chunk` tokens in arrival order, as llama.cpp's server fills its batch. So a
+long paste in one conversation costs the others one chunk's time per token, never its whole length,
+and each prefill chunk still reports progress (`Chunk.prefill`) and cancel is seen at the next round.
+If the joint call fails, each session steps alone, so a fault poisons only its own session.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .errors import CapacityError
+
+if TYPE_CHECKING:
+    from .worker import Job, Slot, Worker
+
+log = logging.getLogger(__name__)
+
+
+def turn_tokens(worker: "Worker", job: "Job") -> int:
+    """Tokens a turn may hold at most: its prompt and every token it may generate, within max_context."""
+    return min(len(job.prompt) + job.params.max_tokens, worker.config.max_context)
+
+
+def admit_turn(worker: "Worker", slot: "Slot", job: "Job") -> None:
+    """CapacityError, with the numbers, when this turn could overflow the pool that all sessions share.
+
+    Every other session counts what it holds, or what its running turn may reach: a turn admitted
+    here can always finish, and no session ever loses cells to another."""
+    pool = worker.pool
+    others = 0
+    for other in worker.slots.values():
+        if other is not slot:
+            running = turn_tokens(worker, other.job) if other.job is not None else 0
+            others += max(len(other.fed), running)
+    need = turn_tokens(worker, job)
+    if others + need > pool.tokens:
+        raise CapacityError(
+            f"session {job.session.id}'s turn may hold {need} tokens (prompt {len(job.prompt)} + up to "
+            f"{job.params.max_tokens} new), but the K/V pool holds {pool.tokens} tokens "
+            f"({pool.budget / 2**20:.0f} MiB) and other sessions hold or have reserved {others}: "
+            "close or suspend a session, or ask for fewer tokens"
+        )
+
+
+class Together:
+    """Steps a worker's round in one backend call."""
+
+    def __init__(self, worker: "Worker") -> None:
+        self.worker = worker
+        self.calls = 0
+        """Backend calls made (tests and the bench read it)."""
+
+    def round(self) -> None:
+        w = self.worker
+        items: list[tuple["Job", "Slot", list[int]]] = []
+        budget = w.config.prefill_chunk
+        for job in w.scheduler.round():
+            slot = w.slots.get(job.session.id)
+            if slot is None or slot.job is not job:
+                w.scheduler.remove(job)
+            elif job.cancel.is_set():
+                w._guarded(job, slot, lambda: w._end_job(slot, "cancelled"))
+            elif not job.pending:
+                items.append((job, slot, [job.generated[-1]]))
+            elif budget > 0:  # else this prompt waits for the next round's share
+                feed = job.pending[:budget]
+                budget -= len(feed)
+                items.append((job, slot, feed))
+        if not items:
+            return
+        if w.batching and len(items) > 1:
+            try:
+                rows = self._call(items)
+            except Exception:
+                log.exception("joint step failed; stepping its %d sessions one at a time", len(items))
+            else:
+                for (job, slot, feed), logits in zip(items, rows):
+                    w._guarded(job, slot, lambda: self._done(job, slot, feed, logits))
+                return
+        for item in items:
+            job, slot, feed = item
+            w._guarded(job, slot, lambda: self._done(job, slot, feed, self._call([item])[0]))
+
+    def _call(self, items: list[tuple["Job", "Slot", list[int]]]) -> list[Any]:
+        backend = self.worker.backend
+        for _, slot, _ in items:
+            if slot.state is None:
+                slot.state = backend.new_state()
+        self.calls += 1
+        with backend.compute():
+            return backend.step([(slot.state, feed) for _, slot, feed in items])
+
+    def _done(self, job: "Job", slot: "Slot", feed: list[int], logits: Any) -> None:
+        if job.pending:
+            job.pending = job.pending[len(feed):]
+            job.prefilled += len(feed)
+        self.worker._after_forward(job, slot, feed, logits, self.worker.backend.state_nbytes(slot.state))
