@@ -4,6 +4,7 @@ stream is cut, its Think switch reaches the template, and earlier reasoning is n
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -149,10 +150,19 @@ def _tiny_with_template(tiny_models, tmp_path: Path, name: str) -> Path:
     return with_template(tiny_models["llama"], tmp_path / f"tiny-{name}", name)
 
 
-def test_a_reply_that_starts_inside_the_reasoning_streams_it_apart(make_engine, tiny_models, tmp_path):
+@pytest.mark.parametrize("backend", ["torch", "llamacpp"] if importlib.util.find_spec("llama_cpp") else ["torch"])
+def test_a_reply_that_starts_inside_the_reasoning_streams_it_apart(make_engine, tiny_models, tmp_path, backend):
     """DeepSeek-R1's template opens <think> in the prompt: a random model that never closes it
-    wrote only reasoning, chunk by chunk, and the stream's reply keeps both apart."""
-    engine = make_engine(_tiny_with_template(tiny_models, tmp_path, "deepseek-r1-distill"), "torch")
+    wrote only reasoning, chunk by chunk, and the stream's reply keeps both apart (on every backend:
+    the split is the engine's, not the library's)."""
+    folder = _tiny_with_template(tiny_models, tmp_path, "deepseek-r1-distill")
+    if backend == "llamacpp":  # the GGUF carries the template, as a real one's metadata does
+        from engine.models.sources import bundled_gguf
+        from tests.engine.gguf_from_hf import write_gguf_from_folder
+
+        folder = write_gguf_from_folder(folder, tmp_path / "r1.gguf", bundled_gguf("smollm2-135m-instruct"),
+                                        chat_template=(TEMPLATES / "deepseek-r1-distill.jinja").read_text())
+    engine = make_engine(folder, backend)
     assert engine.reasoning == "think" and not engine.thinking_switch
     params = SamplingParams(temperature=0, max_tokens=12, ignore_stop=True)
     with engine.open_session() as s:
