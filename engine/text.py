@@ -150,6 +150,8 @@ class TextCodec:
     def _traced(self, messages: list[dict], continue_final: bool, thinking: Optional[bool], inline: bool) -> Rendered:
         last = len(messages) - 1
         shown = [self._for_template(m, inline and continue_final and i == last) for i, m in enumerate(messages)]
+        if inline and continue_final:
+            shown[-1] = self._open_in_field(messages[-1], shown[-1], shown[:-1], thinking)
         text = self._apply(shown, continue_final, thinking)
         # The same template over placeholders shows which characters are content: the text between
         # placeholders is the template's. Placeholders are random so no content can contain one.
@@ -158,16 +160,47 @@ class TextCodec:
         marks = [f"@{nonce}:{i}@" if m["content"] else "" for i, m in enumerate(messages)]
         marked = [self._for_template({**m, "content": mark}, inline and continue_final and i == last)
                   for i, (m, mark) in enumerate(zip(messages, marks))]
+        marked[-1] = shown[-1] if not marks[-1] and inline and continue_final else marked[-1]
         traced = self._apply(marked, continue_final, thinking)
         return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
 
     def _apply(self, shown: list[dict], continue_final: bool, thinking: Optional[bool]) -> str:
+        cut = shown[-1].get(_OPEN_CUT) if continue_final else None
+        if cut is not None:
+            shown = shown[:-1] + [{k: v for k, v in shown[-1].items() if k != _OPEN_CUT}]
         try:
-            return self.tokenizer.apply_chat_template(
+            text = self.tokenizer.apply_chat_template(
                 shown, tokenize=False, add_generation_prompt=not continue_final,
                 continue_final_message=continue_final, **self.reasoning.template_kwargs(thinking))
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
+        if cut is not None:  # the text ends where the reasoning stopped (see _open_in_field)
+            text = text[:text.rindex(cut[1], 0, text.rindex(cut[0])) + len(cut[1])]
+        return text
+
+    def _open_in_field(self, message: dict, shown: dict, before: list[dict], thinking: Optional[bool]) -> dict:
+        """A reply cut inside its reasoning, for a template that renders reasoning from its own
+        field (Qwen3's `reasoning_content`): such a template always closes the block and, given
+        the reasoning inline instead, adds an empty block before it. So the reasoning goes in the
+        field with a placeholder answer, and the text is cut right after the reasoning. Any other
+        message, or a template that does not render the reasoning there, is left as it was."""
+        thought = (message.get("reasoning") or "").strip("\n")
+        field = self.reasoning.history_field
+        if (message["role"] != "assistant" or message["content"] or not thought or not field
+                or self.reasoning.kind != "think"):
+            return shown
+        placeholder = f"@{uuid.uuid4().hex}@"
+        trial = {**{k: v for k, v in shown.items()}, "content": placeholder, field: thought}
+        try:
+            text = self.tokenizer.apply_chat_template(
+                before + [trial], tokenize=False, continue_final_message=True,
+                **self.reasoning.template_kwargs(thinking))
+        except Exception:
+            return shown
+        end = text.rfind(placeholder)
+        if end < 0 or text.rfind(thought, 0, end) < 0:
+            return shown
+        return {**trial, _OPEN_CUT: (placeholder, thought)}
 
     def _for_template(self, message: dict, open_reply: bool) -> dict:
         """A message as the template takes it: reasoning in the template's own field, or dropped.
@@ -248,6 +281,10 @@ class TextCodec:
 
     def stream_decoder(self) -> "StreamDecoder":
         return StreamDecoder(self.tokenizer.backend_tokenizer, self._markers)
+
+
+_OPEN_CUT = "\x00open-cut"
+"""Key of a shown message whose rendered text is cut after its reasoning (`TextCodec._apply`)."""
 
 
 def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:

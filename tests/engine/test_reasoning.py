@@ -128,10 +128,17 @@ def test_qwen3_sees_reasoning_where_its_template_asks_for_it(bundled_folder, tmp
     assert "<think>\nSECRET-THOUGHT adding\n</think>\n\nIt is 4." in codec.render(messages, continue_final=True)
 
 
-def test_a_reply_cut_while_thinking_continues_inside_its_reasoning(bundled_folder, tmp_path):
-    codec = codec_with(bundled_folder, tmp_path, "deepseek-r1-distill")
+@pytest.mark.parametrize("name, tail", [
+    ("deepseek-r1-distill", "<｜Assistant｜><think>\nAdding two"),
+    # Qwen3's template renders reasoning from its own field and always closes it: one open block,
+    # not an empty closed one before it
+    ("qwen3", "<|im_start|>assistant\n<think>\nAdding two"),
+])
+def test_a_reply_cut_while_thinking_continues_inside_its_reasoning(name, tail, bundled_folder, tmp_path):
+    codec = codec_with(bundled_folder, tmp_path, name)
     messages = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "", "reasoning": "Adding two"}]
-    assert codec.render(messages, continue_final=True).endswith("<｜Assistant｜><think>\nAdding two")
+    text = codec.render(messages, continue_final=True)
+    assert text.endswith(tail) and text.count("<think>") == 1
 
 
 def test_gpt_oss_channel_tokens_reach_the_splitter_through_the_decoder(bundled_folder, tmp_path):
