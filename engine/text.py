@@ -160,7 +160,8 @@ class TextCodec:
         marks = [f"@{nonce}:{i}@" if m["content"] else "" for i, m in enumerate(messages)]
         marked = [self._for_template({**m, "content": mark}, inline and continue_final and i == last)
                   for i, (m, mark) in enumerate(zip(messages, marks))]
-        marked[-1] = shown[-1] if not marks[-1] and inline and continue_final else marked[-1]
+        if not marks[-1]:
+            marked[-1] = shown[-1]  # no content to mark: rendered exactly as in the text
         traced = self._apply(marked, continue_final, thinking)
         return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
 
@@ -190,7 +191,7 @@ class TextCodec:
                 or self.reasoning.kind != "think"):
             return shown
         placeholder = f"@{uuid.uuid4().hex}@"
-        trial = {**{k: v for k, v in shown.items()}, "content": placeholder, field: thought}
+        trial = {**shown, "content": placeholder, field: thought}
         try:
             text = self.tokenizer.apply_chat_template(
                 before + [trial], tokenize=False, continue_final_message=True,
