@@ -168,6 +168,7 @@ class ConfabApp(QObject):
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
         self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.max_context,
                               precision, reason, getattr(engine, "backend_reason", ""))
+        self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.context_limit = engine.max_context

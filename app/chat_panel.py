@@ -22,6 +22,7 @@ from app.composer_files import ComposerFiles
 from app.conversation_header import SETTINGS_BUTTON_TEXT, PromptBadge, TitleLabel
 from app.markdown_render import plain_title
 from app.store import Attachment, Message
+from app.thinking_block import ThinkSwitch
 from engine import Chunk, ContextOverflowError
 
 UNTITLED = "New conversation"
@@ -52,6 +53,10 @@ class ChatPanel(QWidget):
         self.current_id: Optional[int] = None
         self.streaming: dict[int, str] = {}
         """Text streamed so far, by conversation, for replies still running."""
+        self.thought: dict[int, str] = {}
+        """Reasoning streamed so far, by conversation, for replies still running."""
+        self.new_thinking: bool = True
+        """The Think switch of the conversation the next first message creates."""
         self.reading: dict[int, tuple[int, int]] = {}
         """(read, to read) of a running reply's long prompt, by conversation, until its first text."""
         self._ready = False
@@ -84,6 +89,8 @@ class ChatPanel(QWidget):
         self.settings_button.setAccessibleName("Conversation settings")
         self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
         self.settings_button.clicked.connect(self.ask_settings)
+        self.think_switch = ThinkSwitch()
+        self.think_switch.changed.connect(self.set_thinking)
 
     def setup_view(self) -> None:
         self.chat_view = ChatView()
@@ -114,6 +121,7 @@ class ChatPanel(QWidget):
         header.addWidget(self.title_label, stretch=1)
         header.addWidget(self.prompt_badge)
         header.addWidget(self.context_meter)
+        header.addWidget(self.think_switch)
         header.addWidget(self.settings_button)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
@@ -158,6 +166,7 @@ class ChatPanel(QWidget):
         self._update_controls()
         if conversation_id is None:
             self.prompt_badge.show_prompt(self.new_settings[0])
+            self.think_switch.show_state(self.new_thinking)
             self.chat_view.set_messages(None, [])
             self.context_meter.set_used(0)
             return
@@ -173,7 +182,7 @@ class ChatPanel(QWidget):
         running = self.streaming.get(conversation_id)
         if running is not None and messages and messages[-1].status == "streaming":
             # The store holds the text flushed so far; show everything streamed until now.
-            messages = messages[:-1] + [_with_content(messages[-1], running)]
+            messages = messages[:-1] + [_with_content(messages[-1], running, self.thought.get(conversation_id, ""))]
         self.chat_view.set_messages(conversation_id, messages)
         self.title_label.setText(title or UNTITLED)  # with its messages, in the same frame
         self.context_meter.set_used(used_tokens(messages))
@@ -206,8 +215,9 @@ class ChatPanel(QWidget):
         if self.current_id is None:
             page = self._creating = self._page
             settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
-            self.bridge.run(lambda store: store.create_conversation(
-                title_from(named), system_prompt=settings[0], sampling=settings[1])).success(
+            thinking = None if self.new_thinking else False  # on: the model's default
+            self.bridge.run(lambda store: store.update_conversation(store.create_conversation(
+                title_from(named), system_prompt=settings[0], sampling=settings[1]).id, thinking=thinking)).success(
                 lambda c: self._created(c.id, c.title, text, page, files)).failure(
                 lambda e: self._create_failed(text, e, settings, files))
             return
@@ -265,9 +275,9 @@ class ChatPanel(QWidget):
         """Write more of the last reply (cut by the token limit, stopped or interrupted), in place."""
         if self._can_restart():
             views = self.chat_view.message_views()
-            so_far = views[-1].shown.content if views else ""
+            so_far = (views[-1].shown.content, views[-1].shown.reasoning) if views else ("", "")
             self.chat_view.begin_continue()
-            self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), so_far)
+            self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), *so_far)
 
     def show_version(self, message_id: int, step: int) -> None:
         """Show another version of a message and the branch that follows it."""
@@ -277,17 +287,18 @@ class ChatPanel(QWidget):
         self.bridge.run(lambda store: (store.select_version(message_id, step), store.messages(cid))[1]).success(
             lambda messages: self._show_messages(cid, self.title_label.text(), messages)).failure(self.error.emit)
 
-    def _restart(self, send: Send, so_far: str = "") -> None:
+    def _restart(self, send: Send, so_far: str = "", thought: str = "") -> None:
         """Start `send` (its new version is stored first), then show the branch it is on."""
         cid = send.conversation_id
-        self._start(send, placeholder=False, so_far=so_far)
+        self._start(send, placeholder=False, so_far=so_far, thought=thought)
         # Queued behind the reply's first step on the store thread: shows the new branch.
         self.bridge.run(lambda store: store.messages(cid)).success(
             lambda messages: self._show_messages(cid, self.title_label.text(), messages))
 
-    def _start(self, send: Send, placeholder: bool = True, so_far: str = "") -> None:
+    def _start(self, send: Send, placeholder: bool = True, so_far: str = "", thought: str = "") -> None:
         cid = send.conversation_id
         self.streaming[cid] = so_far
+        self.thought[cid] = thought
         if placeholder:
             self.chat_view.add_pending("assistant", "")
         (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk))
@@ -309,12 +320,13 @@ class ChatPanel(QWidget):
                 self._meter_from_prefill(chunk.prefill[1])
                 self.chat_view.show_prefill(*chunk.prefill)
             return
-        text = chunk.text
+        text, reasoning = chunk.text, chunk.reasoning
         self.streaming[conversation_id] = self.streaming.get(conversation_id, "") + text
-        if text:
+        self.thought[conversation_id] = self.thought.get(conversation_id, "") + reasoning
+        if text or reasoning:
             self.reading.pop(conversation_id, None)
-        if conversation_id == self.current_id and text:
-            self.chat_view.append_to_last(text)
+        if conversation_id == self.current_id and (text or reasoning):
+            self.chat_view.append_to_last(text, reasoning)
 
     def _meter_from_prefill(self, to_read: int) -> None:
         """The engine's count replaces the draft's estimate: `to_read` is the new part on a warm
@@ -336,6 +348,7 @@ class ChatPanel(QWidget):
 
     def _reply_ended(self, conversation_id: int) -> None:
         self.streaming.pop(conversation_id, None)
+        self.thought.pop(conversation_id, None)
         self.reading.pop(conversation_id, None)
         self.replies_changed.emit()
         if conversation_id == self.current_id:
@@ -355,9 +368,22 @@ class ChatPanel(QWidget):
             self.prompt_badge.show_prompt(system_prompt)
 
     def show_prompt_of(self, conversation_id: int) -> None:
-        """Show or hide the system prompt badge from the stored conversation."""
-        self.bridge.run(lambda store: store.get_conversation(conversation_id).system_prompt).success(
-            lambda prompt: self.prompt_badge.show_prompt(prompt) if conversation_id == self.current_id else None)
+        """Show or hide the system prompt badge, and set the Think switch, from the stored conversation."""
+        self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(
+            lambda c: self._show_settings_of(c) if conversation_id == self.current_id else None)
+
+    def _show_settings_of(self, conversation) -> None:
+        self.prompt_badge.show_prompt(conversation.system_prompt)
+        self.think_switch.show_state(conversation.thinking)
+
+    def set_thinking(self, on: bool) -> None:
+        """The user flipped the Think switch: kept with the conversation (on a new page, for the
+        conversation its first message creates); the next reply uses it."""
+        cid = self.current_id
+        if cid is None:
+            self.new_thinking = on
+            return
+        self.bridge.run(lambda store: store.update_conversation(cid, thinking=on)).failure(self.error.emit)
 
 
 def title_from(text: str) -> str:
@@ -371,5 +397,5 @@ def _name_if_untitled(store, conversation_id: int, text: str) -> None:
         store.rename_conversation(conversation_id, title_from(text))
 
 
-def _with_content(message: Message, content: str) -> Message:
-    return dataclasses.replace(message, content=content)
+def _with_content(message: Message, content: str, reasoning: str) -> Message:
+    return dataclasses.replace(message, content=content, reasoning=reasoning)

@@ -117,10 +117,11 @@ class ChatView(QScrollArea):
             last = self._views[-1]
             last.show_message(replace(last.shown, status="streaming", finish_reason=None))
 
-    def append_to_last(self, text: str) -> None:
-        """Streaming: add `text` to the last message (only that one is ever re-rendered)."""
+    def append_to_last(self, text: str, reasoning: str = "") -> None:
+        """Streaming: add `text` (and `reasoning`, shown apart) to the last message (only that one
+        is ever re-rendered)."""
         if self._views:
-            self._views[-1].append(text)
+            self._views[-1].append(text, reasoning)
 
     def show_prefill(self, done: int, total: int) -> None:
         """The pending reply's prompt is being read: `done` of `total` tokens so far."""

@@ -13,15 +13,16 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QKeyEvent, QPainter, QPalette, QWheelEvent
-from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QPlainTextEdit,
-                               QPushButton, QScrollArea, QSizePolicy, QTextBrowser, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette, QWheelEvent
+from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
+                               QTextBrowser, QToolButton, QVBoxLayout, QWidget)
 
 from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.message_editor import EditPanel
 from app.message_attachments import MessageFiles
 from app.prefill_progress import PrefillProgress
 from app.store import Message
+from app.thinking_block import ThinkingBlock, ThinkingClock
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
@@ -50,13 +51,21 @@ class Shown:
     """Tokens of the reply's last run: the limit it stopped at when `finish_reason` is "length"."""
     version: int = 1
     versions: int = 1
-    attachments: tuple = ()
-    """The message's attached files (`Attachment` records)."""
+    reasoning: str = ""
+    """What a thinking model wrote before its answer (`content`), shown apart and collapsed."""
+    reasoning_s: Optional[float] = None
+    attachments: tuple = ()  # the message's attached files (`Attachment` records)
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
-                   m.stats.completion_tokens if m.stats else None, m.version, m.versions, m.attachments)
+                   m.stats.completion_tokens if m.stats else None, m.version, m.versions,
+                   m.reasoning, m.reasoning_s, m.attachments)
+
+    @property
+    def thinking(self) -> bool:
+        """Still thinking: streaming, with reasoning and no answer yet."""
+        return self.status == "streaming" and bool(self.reasoning) and not self.content
 
     @property
     def cut_by_limit(self) -> bool:
@@ -132,7 +141,7 @@ class MessageView(QFrame):
         self.dark = dark
         self.busy = False
         self.is_last_reply = False
-        self.editor: Optional[_EditPanel] = None
+        self.editor: Optional[EditPanel] = None
         self._render_timer = QTimer(self, singleShot=True, interval=RENDER_INTERVAL_MS)
         self._render_timer.timeout.connect(self.render_body)
         self._copied_timer = QTimer(self, singleShot=True, interval=1500)
@@ -150,6 +159,9 @@ class MessageView(QFrame):
         box.addWidget(self.files)
         self.progress = PrefillProgress()
         box.addWidget(self.progress)
+        self.thinking = ThinkingBlock()  # above the answer; collapsed
+        self._clock = ThinkingClock()
+        box.addWidget(self.thinking)
         box.addWidget(self.body)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
@@ -197,14 +209,18 @@ class MessageView(QFrame):
         """Show `shown`; does nothing when it is what is shown already (no flicker). A reply still
         streaming keeps the text streamed so far when the store's copy lags behind it."""
         same = self.shown.id in (None, shown.id)  # another row (a new version) never inherits text
-        if shown.status == "streaming" and same and self.shown.content.startswith(shown.content):
-            shown = replace(shown, content=self.shown.content)
+        if shown.status == "streaming" and same and self.shown.content.startswith(shown.content) \
+                and self.shown.reasoning.startswith(shown.reasoning):
+            shown = replace(shown, content=self.shown.content, reasoning=self.shown.reasoning,
+                            reasoning_s=self._clock.seconds or shown.reasoning_s)
         if shown != self.shown:
             self._apply(shown)
 
     def replace_message(self, shown: Shown) -> None:
         """Show `shown` as it is, dropping whatever text this view had (a new version starts)."""
+        self._clock = ThinkingClock()  # a new reply thinks from its own start
         self._apply(shown)
+
     def set_prefill(self, done: int, total: int) -> None:
         """A streaming reply whose long prompt is still being read shows how far it got."""
         if self.shown.status == "streaming" and not self.shown.content:
@@ -216,11 +232,15 @@ class MessageView(QFrame):
             self.progress.clear()
             self.body.show()
 
-    def append(self, text: str) -> None:
-        """Add streamed text; the Markdown is re-rendered on the next tick of the render timer."""
-        if text:
+    def append(self, text: str, reasoning: str = "") -> None:
+        """Add streamed text (and reasoning, shown apart); the Markdown is re-rendered on the next
+        tick of the render timer."""
+        if text or reasoning:
             self._clear_progress()
-        self.shown = replace(self.shown, content=self.shown.content + text)
+        self._clock.saw(reasoning, text)
+        self.shown = replace(self.shown, content=self.shown.content + text,
+                             reasoning=self.shown.reasoning + reasoning,
+                             reasoning_s=self._clock.seconds if self.shown.reasoning or reasoning else None)
         if not self._render_timer.isActive():
             self._render_timer.start()
 
@@ -229,7 +249,10 @@ class MessageView(QFrame):
         out to twice its cost, so the window keeps answering the user."""
         self._render_timer.stop()
         started = time.perf_counter()
-        if not self.shown.content and self.shown.status == "streaming":
+        self.thinking.show_reasoning(self.shown.reasoning, self.shown.reasoning_s, self.shown.thinking)
+        if self.shown.thinking:
+            self.body.setHtml("")  # "Thinking…" above says it all
+        elif not self.shown.content and self.shown.status == "streaming":
             self.body.setHtml("<p style='color: gray;'>…</p>")  # waiting for the first token
         else:
             self.body.setHtml(render_markdown(self.shown.content, dark=self.dark, copied=self.copied_block))
@@ -299,6 +322,7 @@ class MessageView(QFrame):
 
     # -- actions -----------------------------------------------------------------------------------
     def copy_text(self) -> None:
+        """Copy the answer (a thinking model's reasoning stays out)."""
         QApplication.clipboard().setText(self.shown.content)
         self.copy_button.setText("Copied")
         self._copied_timer.start()
@@ -333,7 +357,7 @@ class MessageView(QFrame):
         """Swap the body for an editor holding the raw text, with Send and Cancel."""
         if self.editor is not None or self.shown.id is None:
             return
-        self.editor = _EditPanel(self.shown.content, self)
+        self.editor = EditPanel(self.shown.content, self)
         self.editor.sent.connect(self._send_edit)
         self.editor.cancelled.connect(self.stop_edit)
         self.layout().addWidget(self.editor)
@@ -367,50 +391,6 @@ class MessageView(QFrame):
             painter.drawRoundedRect(self.rect().adjusted(1, 1, -1, -1), 8, 8)
             painter.end()
         super().paintEvent(event)
-
-
-class _EditText(QPlainTextEdit):
-    """The editor's text box: Ctrl+Enter sends, Esc cancels."""
-
-    send_pressed = Signal()
-    cancel_pressed = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt name)
-        key, mods = event.key(), event.modifiers()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and mods & Qt.KeyboardModifier.ControlModifier:
-            self.send_pressed.emit()
-        elif key == Qt.Key.Key_Escape:
-            self.cancel_pressed.emit()
-        else:
-            super().keyPressEvent(event)
-
-
-class _EditPanel(QWidget):
-    """The inline editor of a user message, with Send and Cancel."""
-
-    sent = Signal(str)
-    cancelled = Signal()
-
-    def __init__(self, text: str, parent: QWidget) -> None:
-        super().__init__(parent)
-        self.text = _EditText(text, accessibleName="Edited message", toolTip="Ctrl+Enter sends, Esc cancels")
-        lines = max(3, min(12, text.count("\n") + 2))
-        self.text.setFixedHeight(self.text.fontMetrics().lineSpacing() * lines + 12)
-        self.send_button = QPushButton("Send", accessibleName="Send edited message", toolTip=(
-            "Send the edited message; the conversation goes on from here (Ctrl+Enter)"))
-        self.send_button.clicked.connect(lambda: self.sent.emit(self.text.toPlainText()))
-        cancel = QPushButton("Cancel", accessibleName="Cancel editing", toolTip="Keep the message as it was (Esc)")
-        cancel.clicked.connect(self.cancelled)
-        self.text.send_pressed.connect(self.send_button.click)
-        self.text.cancel_pressed.connect(self.cancelled)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(cancel)
-        buttons.addWidget(self.send_button)
-        box = QVBoxLayout(self)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.addWidget(self.text)
-        box.addLayout(buttons)
 
 
 def _small_button(text: str, name: str, tip: str) -> QToolButton:

@@ -249,7 +249,8 @@ class QuickChat(QWidget):
             self.status_label.setText(progress_text(*chunk.prefill))
             return
         self.reply_text += chunk.text
-        self.status_label.setText("Answering…")
+        # a thinking model's reasoning is not shown here (the window shows it): say it is at it
+        self.status_label.setText("Answering…" if self.reply_text or not chunk.reasoning else "Thinking it over…")
         self._render()
 
     def _on_done(self, finished: Finished) -> None:

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Screenshots for the README: the main window (light, dark), the quick chat, a reply's versions with
-# Continue (versions.png), attached files (attachments.png) and Get models…, on a sample data folder, in real windows on a virtual display.
+# Continue (versions.png), a thinking model's reply (reasoning.png), attached files (attachments.png)
+# and Get models…, on a sample data folder, in real windows on a virtual display.
 # Needs Xvfb (Debian/Ubuntu: apt-get install xvfb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py setup
 xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots docs
 xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_versions docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_reasoning docs
 xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_attachments docs
 # Model ▸ Get models… mid-download, against the tests' fake Hub (no network).
 exec xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m tests.hub.screenshot_get_models docs

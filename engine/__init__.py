@@ -35,7 +35,7 @@ from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
-from .types import Capacity, Chunk, EngineConfig, GenerationStats, SamplingParams, TokenLogprob
+from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
 
 __all__ = [
     "AnyEngine",
@@ -58,6 +58,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "GenerationStats",
+    "Reply",
     "LlamaLibrary",
     "MemoryEstimate",
     "SamplingParams",

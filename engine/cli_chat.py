@@ -72,6 +72,8 @@ def _stream_reply(session, messages, params):
     stream = session.chat(messages, params)
     try:
         for chunk in stream:
+            if chunk.reasoning:  # a thinking model's reasoning: on stderr, so stdout is the answer
+                print(chunk.reasoning, end="", file=sys.stderr, flush=True)
             print(chunk.text, end="", flush=True)
             parts.append(chunk.text)
             last = chunk

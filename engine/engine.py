@@ -156,11 +156,13 @@ class Engine:
         return self._codec.template_fingerprint
 
     def chat_tokens(self, messages: list[dict], continue_final: bool = False,
-                    tools: Optional[list[dict]] = None) -> list[int]:
-        """The token ids a fresh session's `chat(messages, tools=tools)` prefills: the chat template's
-        markers as control tokens, message content (tool results too) as text, markers typed in it included."""
+                    tools: Optional[list[dict]] = None, thinking: Optional[bool] = None) -> list[int]:
+        """The token ids a fresh session's `chat(messages, tools=tools, thinking=thinking)` prefills: the
+        chat template's markers as control tokens, message content (tool results too) as text,
+        markers typed in it included."""
         codec = self._codec
-        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final, tools=tools))
+        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final, tools=tools,
+                                                     thinking=thinking))
 
     @property
     def tool_format(self) -> str:
@@ -181,6 +183,18 @@ class Engine:
                    if t in ("<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
                    and t in self.tokenizer.all_special_tokens}
         return toolcalls.call_constraint(self.tool_format, tools, parallel, special)
+
+    @property
+    def reasoning(self) -> str:
+        """How the model writes reasoning before its answer: "think" (`<think>` tags: Qwen3,
+        DeepSeek-R1, SmolLM3), "channels" (gpt-oss) or "none"; read from its chat template."""
+        return self._codec.reasoning.kind
+
+    @property
+    def thinking_switch(self) -> bool:
+        """Whether `Session.chat(thinking=...)` changes anything: the template has a Think switch
+        (`enable_thinking`, or gpt-oss's `reasoning_effort`). The app hides its switch otherwise."""
+        return self._codec.reasoning.switch is not None
 
     @property
     def tokenizer(self):

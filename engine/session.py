@@ -24,7 +24,7 @@ from .errors import (
     SessionClosedError,
     SessionPoisonedError,
 )
-from .types import Chunk, SamplingParams
+from .types import Chunk, Reply, SamplingParams
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -88,8 +88,15 @@ class Stream:
                         return Failed(EngineError("the engine stopped before this reply finished"))
 
     def text(self) -> str:
-        """Consume the rest of the reply and return its text."""
+        """Consume the rest of the reply and return its text (the answer, without reasoning)."""
         return "".join(chunk.text for chunk in self)
+
+    def reply(self) -> Reply:
+        """Consume the rest of the reply: its answer and its reasoning, apart."""
+        chunks = list(self)
+        last = chunks[-1] if chunks else None
+        return Reply("".join(c.text for c in chunks), "".join(c.reasoning for c in chunks),
+                     last.finish_reason if last else None, last.stats if last else None)
 
     def close(self) -> None:
         if not self._done:
@@ -160,7 +167,8 @@ class Session:
 
     # -- generation --------------------------------------------------------------------------------
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
-             continue_final: bool = False, tools: Optional[list[dict]] = None) -> Stream:
+             continue_final: bool = False, tools: Optional[list[dict]] = None,
+             thinking: Optional[bool] = None) -> Stream:
         """Stream the assistant's reply to `messages` (the whole conversation so far).
 
         `continue_final`: the last message is an assistant reply to extend rather than answer (it
@@ -169,26 +177,38 @@ class Session:
         `tools`: OpenAI-shaped function tools the template shows the model; read calls from the
         reply with `engine.toolcalls.parse(engine.tool_format, text)`, or force one with
         `engine.tool_constraint(...)` as the params' constraint.
+        A thinking model's reasoning comes apart from its answer (`Chunk.reasoning`). An assistant
+        message may carry its earlier `reasoning`; the chat template decides whether the model sees
+        it again (most drop it). `thinking` is the Think switch (`Engine.thinking_switch` says
+        whether this model has one); None keeps the template's default.
 
         When the conversation extends what this session already holds, only the new part is
         prefilled; the exact token ids of earlier replies are reused, so re-rendering the template
         does not break the match.
         """
         codec = self._engine._codec
-        rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools)
+        rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools, thinking=thinking)
         text = rendered.text
+        if continue_final:  # the reply goes on where it stopped: inside its reasoning or its answer
+            last = messages[-1]
+            inside = bool(last.get("reasoning")) and not last["content"]
+            start = "reasoning" if inside and codec.reasoning.kind == "think" else "answer"
+        else:
+            start = codec.reply_start(thinking)
+        splitter = codec.reasoning.splitter(start)
         key_text, key_tokens = self._chat_key
         if key_text and text.startswith(key_text) and key_tokens == self._tokens:
             prompt = list(key_tokens) + codec.encode_chat(rendered, len(key_text))
         else:
             prompt = codec.encode_chat(rendered)
-        return self._start(prompt, params, chat_text=text)
+        return self._start(prompt, params, chat_text=text, splitter=splitter)
 
     def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:
         """Stream a continuation of `prompt_token_ids` (the whole sequence, not only the new part)."""
         return self._start(_token_list(prompt_token_ids), params, chat_text=None)
 
-    def _start(self, prompt: list[int], params: Optional[SamplingParams], chat_text: Optional[str]) -> Stream:
+    def _start(self, prompt: list[int], params: Optional[SamplingParams], chat_text: Optional[str],
+               splitter=None) -> Stream:
         _check_params(params)
         params = params or SamplingParams()
         params.validate()
@@ -217,7 +237,8 @@ class Session:
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
-            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested, guide))
+            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested,
+                                                         guide, splitter))
         except BaseException:
             self._mark_idle()
             raise

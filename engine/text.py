@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from . import reasoning
 from .errors import InvalidRequestError, ModelLoadError
 from .toolcalls import check_tools, detect_format, template_messages
 
@@ -69,6 +70,10 @@ class TextCodec:
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelLoadError(f"{folder.name}: only fast (tokenizers) tokenizers are supported")
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
+        self.reasoning = reasoning.detect(self.chat_template)
+        """How this model's replies lay out reasoning (engine/reasoning.py)."""
+        self._markers = self._special_markers()
+        self._starts: dict[Optional[bool], reasoning.Start] = {}
         self.stop_ids = frozenset(self._stop_ids(folder))
         self.template_fingerprint = hashlib.sha256((self.chat_template or "").encode()).hexdigest()[:32]
         self.tool_format, self._native_tools = detect_format(self.chat_template)
@@ -86,21 +91,37 @@ class TextCodec:
             ids.add(self.tokenizer.eos_token_id)
         vocab = self.tokenizer.get_vocab()
         for marker in _TURN_ENDS:
+            if marker == "<|end|>" and self.reasoning.kind == "channels":
+                continue  # gpt-oss ends each channel's message with it; <|return|> ends the reply
             if marker in vocab and (self.chat_template is None or marker in self.chat_template):
                 ids.add(vocab[marker])
         return ids
 
-    def render(self, messages: list[dict], continue_final: bool = False, tools: Optional[list[dict]] = None) -> str:
+    def _special_markers(self) -> dict[int, str]:
+        """Ids of the reasoning format's tags that are special tokens (a decoder skipping special
+        tokens would hide them from the splitter), e.g. gpt-oss's <|channel|>."""
+        wanted = set(self.reasoning.markers)
+        return {i: t.content for i, t in self.tokenizer.added_tokens_decoder.items()
+                if t.special and t.content in wanted}
+
+    def render(self, messages: list[dict], continue_final: bool = False, tools: Optional[list[dict]] = None,
+               thinking: Optional[bool] = None) -> str:
         """The chat template applied to `messages`, ending with the assistant's generation prompt;
         with `continue_final`, ending inside the last (assistant) message instead, left open so
         the model writes more of it (a reply cut by the token limit or stopped).
 
         `tools` (OpenAI's function tools) and messages with `tool_calls` or role "tool" are rendered
-        by the template where it knows tools, else the Hermes way (engine.toolcalls)."""
-        return self.render_traced(messages, continue_final, tools).text
+        by the template where it knows tools, else the Hermes way (engine.toolcalls).
+
+        An assistant message may carry its `reasoning` (text) beside its answer (`content`): it is
+        passed to the template only through the field the template reads earlier reasoning from
+        (Qwen3's `reasoning_content`, gpt-oss's `thinking`), so the template decides what the model
+        sees again; templates without one never see it. `thinking` sets the template's Think switch
+        (`enable_thinking`, or gpt-oss's `reasoning_effort`); None keeps its default."""
+        return self.render_traced(messages, continue_final, tools, thinking).text
 
     def render_traced(self, messages: list[dict], continue_final: bool = False,
-                      tools: Optional[list[dict]] = None) -> Rendered:
+                      tools: Optional[list[dict]] = None, thinking: Optional[bool] = None) -> Rendered:
         """`render`, and where each message's content landed in the text (so `encode_chat` can
         tokenize content as text while the template's own markers stay control tokens). A tool
         result is content like any other; an assistant message's calls are not traced."""
@@ -112,6 +133,10 @@ class TextCodec:
                 raise InvalidRequestError(f"message {i}: role must be one of {', '.join(ROLES)}, not {m['role']!r}")
             if not isinstance(m["content"], str) and not (m["content"] is None and m.get("tool_calls")):
                 raise InvalidRequestError(f"message {i}: content must be a string, not {type(m['content']).__name__}")
+            if not isinstance(m.get("reasoning") or "", str):
+                raise InvalidRequestError(f"message {i}: reasoning must be a string")
+        if thinking is not None and not isinstance(thinking, bool):
+            raise InvalidRequestError(f"thinking must be True, False or None, not {thinking!r}")
         if not self.chat_template:
             raise InvalidRequestError("this model has no chat template; use generate() with token ids")
         if continue_final and messages[-1]["role"] != "assistant":
@@ -120,29 +145,109 @@ class TextCodec:
         if tools is not None:
             check_tools(tools)
         messages = [m if m["content"] is None else {**m, "content": clean(m["content"])} for m in messages]
-        text = self._apply(messages, continue_final, tools)
+        messages = [{**m, "reasoning": clean(m["reasoning"])} if m.get("reasoning") else m for m in messages]
+        try:
+            return self._traced(messages, continue_final, tools, thinking, inline=True)
+        except InvalidRequestError:
+            last = messages[-1]
+            if not (continue_final and last.get("reasoning") and last["content"]):
+                raise
+            # A template that rewrites a reply's inline reasoning (DeepSeek-R1's drops it) cannot
+            # continue it as it stands: the answer goes on, its reasoning passed as for history.
+            return self._traced(messages, continue_final, tools, thinking, inline=False)
+
+    def _traced(self, messages: list[dict], continue_final: bool, tools: Optional[list[dict]],
+                thinking: Optional[bool], inline: bool) -> Rendered:
+        last = len(messages) - 1
+        shown = [self._for_template(m, inline and continue_final and i == last) for i, m in enumerate(messages)]
+        if inline and continue_final:
+            shown[-1] = self._open_in_field(messages[-1], shown[-1], shown[:-1], thinking)
+        text = self._apply(shown, continue_final, tools, thinking)
         # The same template over placeholders shows which characters are content: the text between
         # placeholders is the template's. Placeholders are random so no content can contain one.
         # They go in before the tool shaping (engine.toolcalls), so a tool result the Hermes way
-        # traces as its own content inside the <tool_response> markers. Empty content (a call's
-        # is often null) is left as it is: it holds nothing to protect, and templates test it.
+        # traces as its own content inside the <tool_response> markers. Empty content (a call's is
+        # often null; a reply cut inside its reasoning renders its reasoning open) is left as it is:
+        # it holds nothing to protect, and templates test it.
         nonce = uuid.uuid4().hex
-        texts = [i for i, m in enumerate(messages) if m["content"]]
-        marks = [f"@{nonce}:{i}@" for i in texts]
-        placed = list(messages)
-        for i, mark in zip(texts, marks):
-            placed[i] = {**messages[i], "content": mark}
-        traced = self._apply(placed, continue_final, tools)
-        return Rendered(text, _trace(traced, marks, [messages[i]["content"] for i in texts], text))
+        marks = [f"@{nonce}:{i}@" if m["content"] else "" for i, m in enumerate(messages)]
+        marked = [self._for_template({**m, "content": mark} if mark else m, inline and continue_final and i == last)
+                  for i, (m, mark) in enumerate(zip(messages, marks))]
+        if not marks[-1]:
+            marked[-1] = shown[-1]  # no content to mark: rendered exactly as in the text
+        traced = self._apply(marked, continue_final, tools, thinking)
+        return Rendered(text, _trace(traced, marks, [m["content"] for m in messages], text))
 
-    def _apply(self, messages: list[dict], continue_final: bool, tools: Optional[list[dict]]) -> str:
-        messages, tools = template_messages(messages, tools, self.tool_format, self._native_tools)
+    def _apply(self, shown: list[dict], continue_final: bool, tools: Optional[list[dict]],
+               thinking: Optional[bool]) -> str:
+        cut = shown[-1].get(_OPEN_CUT) if continue_final else None
+        if cut is not None:
+            shown = shown[:-1] + [{k: v for k, v in shown[-1].items() if k != _OPEN_CUT}]
+        shown, tools = template_messages(shown, tools, self.tool_format, self._native_tools)
         try:
-            return self.tokenizer.apply_chat_template(
-                messages, tools=tools, tokenize=False, add_generation_prompt=not continue_final,
-                continue_final_message=continue_final)
+            text = self.tokenizer.apply_chat_template(
+                shown, tools=tools, tokenize=False, add_generation_prompt=not continue_final,
+                continue_final_message=continue_final, **self.reasoning.template_kwargs(thinking))
         except Exception as e:
             raise InvalidRequestError(f"the chat template rejected these messages: {e}") from e
+        if cut is not None:  # the text ends where the reasoning stopped (see _open_in_field)
+            text = text[:text.rindex(cut[1], 0, text.rindex(cut[0])) + len(cut[1])]
+        return text
+
+    def _open_in_field(self, message: dict, shown: dict, before: list[dict], thinking: Optional[bool]) -> dict:
+        """A reply cut inside its reasoning, for a template that renders reasoning from its own
+        field (Qwen3's `reasoning_content`): such a template always closes the block and, given
+        the reasoning inline instead, adds an empty block before it. So the reasoning goes in the
+        field with a placeholder answer, and the text is cut right after the reasoning. Any other
+        message, or a template that does not render the reasoning there, is left as it was."""
+        thought = (message.get("reasoning") or "").strip("\n")
+        field = self.reasoning.history_field
+        if (message["role"] != "assistant" or message["content"] or not thought or not field
+                or self.reasoning.kind != "think"):
+            return shown
+        placeholder = f"@{uuid.uuid4().hex}@"
+        trial = {**shown, "content": placeholder, field: thought}
+        try:
+            text = self.tokenizer.apply_chat_template(
+                before + [trial], tokenize=False, continue_final_message=True,
+                **self.reasoning.template_kwargs(thinking))
+        except Exception:
+            return shown
+        end = text.rfind(placeholder)
+        if end < 0 or text.rfind(thought, 0, end) < 0:
+            return shown
+        return {**trial, _OPEN_CUT: (placeholder, thought)}
+
+    def _for_template(self, message: dict, open_reply: bool) -> dict:
+        """A message as the template takes it: reasoning in the template's own field, or dropped.
+        A reply left open to be continued keeps its reasoning inline (`<think>` format), so the
+        model goes on where it stopped, even inside its reasoning."""
+        shown = {k: v for k, v in message.items() if k != "reasoning"}
+        thought = message.get("reasoning") or ""
+        if not thought or message["role"] != "assistant":
+            return shown
+        if open_reply and self.reasoning.kind == "think":
+            closed = f"\n{reasoning.THINK_CLOSE}\n\n{message['content']}" if message["content"] else ""
+            shown["content"] = f"{reasoning.THINK_OPEN}\n{thought}{closed}"
+        elif self.reasoning.history_field:
+            shown[self.reasoning.history_field] = thought
+        return shown
+
+    def reply_start(self, thinking: Optional[bool] = None) -> reasoning.Start:
+        """Where a new reply begins for the splitter: the template's generation prompt may open the
+        reasoning (DeepSeek-R1) or close it (Qwen3 with thinking off). Worked out once per switch
+        value from a one-message conversation: the generation prompt does not depend on the rest."""
+        if thinking not in self._starts:
+            probe = [{"role": "user", "content": "?"}]
+            kwargs = self.reasoning.template_kwargs(thinking)
+            try:
+                asked = self.tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True, **kwargs)
+                plain = self.tokenizer.apply_chat_template(probe, tokenize=False, **kwargs)
+            except Exception:  # a template that cannot render the probe: assume nothing
+                asked = plain = ""
+            tail = asked[len(plain):] if asked.startswith(plain) else asked[-64:]
+            self._starts[thinking] = reasoning.start_of(tail, self.reasoning)
+        return self._starts[thinking]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; special-token text maps to its ids, nothing is added. Any thread."""
@@ -191,7 +296,11 @@ class TextCodec:
         return self.tokenizer.decode(ids, skip_special_tokens=not keep_special)
 
     def stream_decoder(self) -> "StreamDecoder":
-        return StreamDecoder(self.tokenizer.backend_tokenizer)
+        return StreamDecoder(self.tokenizer.backend_tokenizer, self._markers)
+
+
+_OPEN_CUT = "\x00open-cut"
+"""Key of a shown message whose rendered text is cut after its reasoning (`TextCodec._apply`)."""
 
 
 _SHAPES = (lambda c: c, str.strip, lambda c: json.dumps(c, ensure_ascii=False)[1:-1])
@@ -202,10 +311,11 @@ Hermes-style templates write a tool result)."""
 def _trace(traced: str, marks: list[str], contents: list[str], text: str) -> Optional[tuple[tuple[int, int], ...]]:
     """Content spans in `text`, found by putting each content where its placeholder is in `traced`,
     in the first of `_SHAPES` that the template text after it follows; None unless that rebuilds
-    `text` exactly (a template that rewrites content another way: the text is then encoded whole)."""
+    `text` exactly (a template that rewrites content another way: the text is then encoded whole).
+    An empty mark ("") stands for empty content, which is not traced."""
     pieces, order, at = [], [], 0  # template text between placeholders, and which placeholder
     while True:
-        found = [(pos, i) for pos, i in ((traced.find(m, at), i) for i, m in enumerate(marks)) if pos >= 0]
+        found = [(pos, i) for pos, i in ((traced.find(m, at), i) for i, m in enumerate(marks) if m) if pos >= 0]
         if not found:
             break
         pos, i = min(found)
@@ -235,11 +345,15 @@ def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
 class StreamDecoder:
     """Text of each new token, never splitting a multi-byte character (tokenizers' DecodeStream)."""
 
-    def __init__(self, backend_tokenizer) -> None:
+    def __init__(self, backend_tokenizer, markers: Optional[dict[int, str]] = None) -> None:
         from tokenizers.decoders import DecodeStream
 
         self._tokenizer = backend_tokenizer
         self._stream = DecodeStream(skip_special_tokens=True)
+        self._markers = markers or {}
 
     def step(self, token_id: int) -> str:
-        return self._stream.step(self._tokenizer, token_id) or ""
+        """Special tokens are skipped, except the reasoning format's tags (`markers`), which the
+        reasoning splitter reads and removes."""
+        text = self._stream.step(self._tokenizer, token_id) or ""
+        return text + self._markers.get(token_id, "")

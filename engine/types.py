@@ -192,6 +192,10 @@ class Chunk:
     chunk sent after each prefill forward while prompt tokens remain; None on every other chunk."""
     logprobs: tuple["TokenLogprob", ...] = ()
     """One per token of `token_ids` when SamplingParams.logprobs is set; empty otherwise."""
+    reasoning: str = ""
+    """New reasoning text: what a thinking model (Qwen3, DeepSeek-R1, SmolLM3, gpt-oss) writes
+    before its answer, with its tags removed; `text` then holds only the answer. "" for models that
+    do not think and for replies of `Session.generate` (raw continuations are not split)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,18 @@ class TokenLogprob:
     """Natural log of its probability (-inf where the mask or a filter had removed it)."""
     top: tuple[tuple[int, float], ...] = ()
     """(token id, log probability) of the most likely tokens, most likely first."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A whole reply, as `Stream.reply()` gives it."""
+
+    text: str
+    """The answer."""
+    reasoning: str
+    """The reasoning before it ("" when the model did not think)."""
+    finish_reason: Optional[FinishReason]
+    stats: Optional[GenerationStats]
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,18 @@ class Job:
     logprobs: tuple = ()
     """Log probabilities of the token not yet delivered in a chunk."""
     constraint_s: float = 0.0
+    splitter: Any = None
+    """Splits decoded text into reasoning and answer (engine/reasoning.py); None: all answer."""
+
+    def chunk(self, text: str, token_ids: tuple, *end: Any, final: bool = False, logprobs: tuple = ()) -> Chunk:
+        """A chunk of `text` with its reasoning apart; `final` also takes what the splitter held."""
+        if self.splitter is None:
+            return Chunk(text, token_ids, *end, logprobs=logprobs)
+        reasoning, answer = self.splitter.feed(text)
+        if final:
+            more_reasoning, more_answer = self.splitter.flush()
+            reasoning, answer = reasoning + more_reasoning, answer + more_answer
+        return Chunk(answer, token_ids, *end, logprobs=logprobs, reasoning=reasoning)
 
 
 class Worker:
@@ -181,8 +193,10 @@ class Worker:
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
 
     # -- jobs --------------------------------------------------------------------------------------
-    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float, guide=None) -> None:
-        job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide)
+    def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float,
+                  guide=None, splitter=None) -> None:
+        job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide,
+                  splitter=splitter)
         try:
             self._start(job)
         except CapacityError as e:  # refused before any compute: the session stays as it was
@@ -331,7 +345,7 @@ class Worker:
         elif len(job.generated) >= job.params.max_tokens or len(session._tokens) >= self.config.max_context:
             self._end_job(slot, "length", (token,), job.decoder.step(token))
         else:
-            job.out.put(Chunk(job.decoder.step(token), (token,), logprobs=job.logprobs))
+            job.out.put(job.chunk(job.decoder.step(token), (token,), logprobs=job.logprobs))
 
     def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job, slot.job = slot.job, None
@@ -348,7 +362,8 @@ class Worker:
     def _deliver_end(self, job: Job, stats, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job.ended = True
         job.session._mark_idle()  # before the last chunk, so its reader may start the next turn
-        job.out.put(Chunk(text, tuple(last_ids), reason, stats, logprobs=job.logprobs if last_ids else ()))
+        job.out.put(job.chunk(text, tuple(last_ids), reason, stats, final=True,
+                              logprobs=job.logprobs if last_ids else ()))
 
     def _poison(self, slot: Slot, job: Job, error: BaseException) -> None:
         if job.ended:  # already told (a split failure poisons before its caller's guard does)

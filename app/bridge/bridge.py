@@ -53,6 +53,8 @@ class Finished:
     """"stop", "length", "cancelled", ... as the engine said; "cancelled" when stopped early."""
     stats: Optional[GenerationStats]
     """TTFT and speed of the reply; None when it was stopped before the engine reported them."""
+    reasoning: str = ""
+    """What a thinking model wrote before its answer ("" for others), as streamed."""
 
 
 class Job(Generic[T]):
@@ -108,6 +110,7 @@ class Send:
         self._session: Optional[Session] = None  # set on the store thread, read by stop()
         self._chunks: Optional[Iterator[Chunk]] = None  # store thread only
         self._reply: list[str] = []  # store thread only
+        self._reasoning: list[str] = []  # store thread only
 
     @classmethod
     def regenerate(cls, bridge: "Bridge", conversation_id: int,
@@ -296,6 +299,7 @@ class Bridge:
         if send._stop.is_set():  # a stop before the engine saw it (or during the first prefill)
             send._session.cancel()
         send._reply.append(chunk.text)
+        send._reasoning.append(chunk.reasoning)
         self.route.post(_call, send._on_chunk, chunk)
         if chunk.finish_reason is not None:
             for _ in send._chunks:  # let the manager finish its bookkeeping
@@ -312,7 +316,7 @@ class Bridge:
         return with_overrides(self.params or SamplingParams(), own) if own else self.params
 
     def _finish(self, send: Send, reason: str, stats: Optional[GenerationStats]) -> None:
-        finished = Finished(send.conversation_id, "".join(send._reply), reason, stats)
+        finished = Finished(send.conversation_id, "".join(send._reply), reason, stats, "".join(send._reasoning))
         self.route.post(self._reply_done, send, finished)
 
     def _shutdown(self) -> None:

@@ -170,10 +170,13 @@ class ConversationManager:
         """Run one reply (or the rest of one) into `writer`, finishing the row however it ends."""
         try:
             extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
+            thinking = self._thinking(conversation_id)
+            if thinking is not None:
+                extra["thinking"] = thinking
             with session.chat(messages, params, **extra) as stream:
                 for chunk in stream:
                     token_ids.extend(chunk.token_ids)
-                    writer.append(chunk.text)
+                    writer.append(chunk.text, chunk.reasoning)
                     if chunk.finish_reason is not None:
                         status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
                         writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
@@ -196,6 +199,12 @@ class ConversationManager:
             raise
         finally:
             self._replying.discard(conversation_id)
+
+    def _thinking(self, conversation_id: int) -> Optional[bool]:
+        """The conversation's Think switch, where the model has one (None: the model's default)."""
+        if not getattr(self.engine, "thinking_switch", False):
+            return None
+        return self.store.get_conversation(conversation_id).thinking
 
     def _stopped_status(self) -> str:
         return "interrupted" if self.closing.is_set() else "cancelled"

@@ -20,19 +20,26 @@ def chat_messages(store: Store, conversation_id: int) -> list[dict]:
     messages: list[dict] = []
     if conversation.system_prompt:
         messages.append({"role": "system", "content": conversation.system_prompt})
-    messages.extend(_as_chat(m) for m in store.messages(conversation_id) if _usable(m))
+    branch = store.messages(conversation_id)
+    messages.extend(_as_chat(m) for i, m in enumerate(branch) if _usable(m, last=i == len(branch) - 1))
     return messages
 
 
-def _usable(message: Message) -> bool:
+def _usable(message: Message, last: bool = False) -> bool:
     if message.status not in HISTORY_STATUSES:
         return False
-    # A reply stopped before its first character says nothing; templates may also reject it.
-    return not (message.role == "assistant" and message.content == "")
+    # A reply stopped before its first character says nothing; templates may also reject it. One
+    # stopped while still thinking is kept when it is the last message, so it can be continued.
+    return not (message.role == "assistant" and message.content == "" and not (last and message.reasoning))
 
 
 def _as_chat(message: Message) -> dict:
-    return {"role": message.role, "content": with_attachments(message.content, message.attachments)}
+    """The engine's message (attached files as blocks before the text); a reply's reasoning goes
+    along apart, and the model's chat template decides whether the model sees it again (most never do)."""
+    chat = {"role": message.role, "content": with_attachments(message.content, message.attachments)}
+    if message.reasoning:
+        chat["reasoning"] = message.reasoning
+    return chat
 
 
 def with_attachments(text: str, attachments: tuple[Attachment, ...] | list[Attachment]) -> str:

@@ -3,8 +3,10 @@
 The JSON holds the conversation's settings and the messages of the branch shown (other versions
 of regenerated or edited messages are not exported) with their status, exact token ids, stats,
 times, attached files (name, type, size, text, and the original bytes as base64 when they were
-kept), and for replies the model that wrote them and why they ended; ids and saved states are not
-exported (ids are the database's, states a cache).
+kept), and for replies the model that wrote them, why they ended and a thinking model's reasoning
+(with how long it thought); ids and saved states are not exported (ids are the database's, states
+a cache). The Markdown shows the reasoning apart, above its answer, in a collapsed
+`<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it.
 
     text = export_json(store, conversation_id)
     copy = import_json(store, text)          # a new conversation
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Optional
 
 from . import attachments as attached
 from .attachments import Attachment
@@ -25,10 +27,13 @@ from .store import Store
 FORMAT = "confab.conversation"
 FORMAT_VERSION = 1
 _CONVERSATION_KEYS = ("title", "created_at", "updated_at", "pinned", "model", "system_prompt", "sampling")
+_OPTIONAL_CONVERSATION_KEYS = ("thinking",)
 _MESSAGE_KEYS = ("role", "content", "status", "token_ids", "error", "ttft_s", "tok_s", "prompt_tokens",
                  "completion_tokens", "created_at", "updated_at")
 _OPTIONAL_MESSAGE_KEYS = ("model", "finish_reason")
 """Added later; an older export without them imports with None."""
+_REASONING_KEYS = ("reasoning", "reasoning_s")
+"""Added with thinking models; an older export imports with "" and None."""
 _LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
 _STATUS_NOTES = {"streaming": "still being written", "interrupted": "reply interrupted",
                  "cancelled": "reply stopped", "error": "reply failed"}
@@ -38,7 +43,7 @@ def export_dict(store: Store, conversation_id: int) -> dict[str, Any]:
     """The export as a JSON-ready dict."""
     c = store.get_conversation(conversation_id)
     return {"format": FORMAT, "version": FORMAT_VERSION,
-            "conversation": {k: getattr(c, k) for k in _CONVERSATION_KEYS},
+            "conversation": {k: getattr(c, k) for k in _CONVERSATION_KEYS + _OPTIONAL_CONVERSATION_KEYS},
             "messages": [_message_dict(store, m) for m in store.messages(conversation_id)]}
 
 
@@ -59,6 +64,7 @@ def import_json(store: Store, data: str | bytes | dict) -> Conversation:
     with store.db.atomic():
         table = store.db["conversations"].insert(
             {**conversation, "pinned": int(conversation["pinned"]),
+             "thinking": None if conversation["thinking"] is None else int(conversation["thinking"]),
              "sampling": sampling_json(conversation["sampling"])})
         conversation_id = table.last_pk
         parent_id = None
@@ -81,7 +87,7 @@ def export_markdown(store: Store, conversation_id: int) -> str:
     if c.system_prompt:
         lines += ["**System prompt**", ""] + [f"> {line}" for line in c.system_prompt.splitlines()] + [""]
     for m in store.messages(conversation_id):
-        lines += [f"## {_LABELS[m.role]}", "", m.content, ""]
+        lines += [f"## {_LABELS[m.role]}", ""] + _reasoning_markdown(m) + [m.content, ""]
         if m.attachments:
             lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
         note = _STATUS_NOTES.get(m.status)
@@ -90,12 +96,26 @@ def export_markdown(store: Store, conversation_id: int) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def thought_label(seconds: Optional[float]) -> str:
+    """"Thought for 12 s" (or "Thought" when the time is unknown)."""
+    if seconds is None:
+        return "Thought"
+    return f"Thought for {seconds:.0f} s" if seconds >= 1 else "Thought for less than a second"
+
+
+def _reasoning_markdown(m: Message) -> list[str]:
+    if not m.reasoning:
+        return []
+    quoted = [f"> {line}" if line else ">" for line in m.reasoning.splitlines()]
+    return ["<details>", f"<summary>{thought_label(m.reasoning_s)}</summary>", ""] + quoted + ["", "</details>", ""]
+
+
 def _message_dict(store: Store, m: Message) -> dict[str, Any]:
     stats = m.stats.columns() if m.stats else dict.fromkeys(("ttft_s", "tok_s", "prompt_tokens", "completion_tokens"))
     return {"role": m.role, "content": m.content, "status": m.status,
             "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
             **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
-            "finish_reason": m.finish_reason,
+            "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s,
             "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
                             for a in m.attachments]}
 
@@ -109,6 +129,9 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
         raise ImportFormatError(f"This export was made by a newer Confab (format version {version!r}; "
                                 f"this one reads up to {FORMAT_VERSION}).")
     conversation = _fields(data.get("conversation"), _CONVERSATION_KEYS, "conversation")
+    conversation["thinking"] = data["conversation"].get("thinking")
+    if conversation["thinking"] is not None and not isinstance(conversation["thinking"], bool):
+        raise ImportFormatError("Bad export: conversation: thinking must be true, false or null.")
     for name, allowed in (("title", (str,)), ("system_prompt", (str,)), ("model", (str, type(None)))):
         if not isinstance(conversation[name], allowed):
             raise ImportFormatError(f"Bad export: conversation: {name} must be text"
@@ -121,11 +144,17 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
     if not isinstance(messages, list):
         raise ImportFormatError("Bad export: 'messages' must be a list.")
     checked = [_fields(m, _MESSAGE_KEYS, f"message {i + 1}") for i, m in enumerate(messages)]
-    for m, given in zip(checked, messages):
+    for i, (m, given) in enumerate(zip(checked, messages)):
         for key in _OPTIONAL_MESSAGE_KEYS:
             m[key] = given.get(key)
             if m[key] is not None and not isinstance(m[key], str):
-                raise ImportFormatError(f"Bad export: message {checked.index(m) + 1}: {key} must be text.")
+                raise ImportFormatError(f"Bad export: message {i + 1}: {key} must be text.")
+        m["reasoning"], m["reasoning_s"] = given.get("reasoning") or "", given.get("reasoning_s")
+        if not isinstance(m["reasoning"], str):
+            raise ImportFormatError(f"Bad export: message {i + 1}: reasoning must be text.")
+        seconds = m["reasoning_s"]
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+            raise ImportFormatError(f"Bad export: message {i + 1}: reasoning_s must be a number or null.")
     for i, (m, given) in enumerate(zip(checked, messages)):
         files = given.get("attachments") or []  # older exports have none
         try:

@@ -89,12 +89,16 @@ class Conversation:
     system_prompt: str
     sampling: dict[str, Any] = field(hash=False)
     """Sampling overrides by name (e.g. {"temperature": 0.2}); {} means the engine's defaults."""
+    thinking: Optional[bool] = None
+    """The Think switch for models that have one: None keeps the model's default."""
 
     @classmethod
     def from_row(cls, row: dict) -> "Conversation":
+        thinking = row.get("thinking")
         return cls(id=row["id"], title=row["title"], created_at=row["created_at"],
                    updated_at=row["updated_at"], pinned=bool(row["pinned"]), model=row["model"],
-                   system_prompt=row["system_prompt"], sampling=json.loads(row["sampling"] or "{}"))
+                   system_prompt=row["system_prompt"], sampling=json.loads(row["sampling"] or "{}"),
+                   thinking=None if thinking is None else bool(thinking))
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,10 @@ class Message:
     """1-based index among its versions (siblings), in creation order."""
     versions: int = 1
     """How many versions this message has (1: never regenerated or edited)."""
+    reasoning: str = ""
+    """What a thinking model wrote before its answer (`content`), kept apart; "" for others."""
+    reasoning_s: Optional[float] = None
+    """Seconds it spent thinking ("Thought for 12 s"); None when it did not think or unknown."""
     attachments: tuple = ()
     """Files attached to this message (`Attachment` records, without their bytes), in order."""
 
@@ -140,6 +148,7 @@ class Message:
                    created_at=row["created_at"], updated_at=row["updated_at"],
                    parent_id=row.get("parent_id"), model=row.get("model"),
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
+                   reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
                    attachments=attachments)
 
 

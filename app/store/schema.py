@@ -93,6 +93,16 @@ def message_versions(db: Database) -> None:
     messages.create_index(["conversation_id", "parent_id"])
 
 
+@_migration("0004_reasoning")
+def reasoning(db: Database) -> None:
+    """A thinking model's reasoning is kept beside its answer, never inside `content` (so search,
+    titles and what is sent back to the model see only the answer): `reasoning` (its text, "" for
+    replies without) and `reasoning_s` (how long it thought, for "Thought for 12 s"; None when
+    unknown). A conversation's Think switch is `thinking`: None (the model's default), 0 or 1."""
+    db["messages"].add_column("reasoning", str, not_null_default="")
+    db["messages"].add_column("reasoning_s", float)
+    db["conversations"].add_column("thinking", int)
+
 
 @_migration("0005_attachments")
 def attachments(db: Database) -> None:
@@ -110,6 +120,7 @@ def attachments(db: Database) -> None:
     )
     db["attachments"].create_index(["message_id", "position"], unique=True)
     db["attachments"].enable_fts(["name", "text"], create_triggers=True)
+
 
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""

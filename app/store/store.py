@@ -89,7 +89,7 @@ class Store:
 
     def update_conversation(self, conversation_id: int, *, title: str = _UNSET, model: Optional[str] = _UNSET,
                             system_prompt: str = _UNSET, sampling: dict = _UNSET,
-                            pinned: bool = _UNSET) -> Conversation:
+                            pinned: bool = _UNSET, thinking: Optional[bool] = _UNSET) -> Conversation:
         """Change any of a conversation's settings (only the ones passed). Does not move it in
         the list: `updated_at` follows messages, not settings."""
         changes = {"title": title, "model": model, "system_prompt": system_prompt}
@@ -99,6 +99,10 @@ class Store:
             changes["sampling"] = sampling_json(sampling)
         if pinned is not _UNSET:
             changes["pinned"] = int(bool(pinned))
+        if thinking is not _UNSET:
+            if thinking is not None and not isinstance(thinking, bool):
+                raise InvalidValueError(f"thinking must be None, True or False, not {thinking!r}")
+            changes["thinking"] = None if thinking is None else int(thinking)
         self.get_conversation(conversation_id)
         if changes:
             self.db["conversations"].update(conversation_id, changes)
@@ -125,6 +129,7 @@ class Store:
                        token_ids: Optional[Any] = None, stats: Optional[ReplyStats] = None,
                        error: Optional[str] = None, parent_id: Optional[int] = LEAF,
                        model: Optional[str] = None, finish_reason: Optional[str] = None,
+                       reasoning: str = "", reasoning_s: Optional[float] = None,
                        attachments: tuple[Attachment, ...] = (),
                        attachments_from: Optional[int] = None) -> Message:
         """Add a message (one transaction) and return it. It follows `parent_id` (default: the end
@@ -135,6 +140,7 @@ class Store:
         check_choice("role", role, ROLES)
         check_choice("status", status, STATUSES)
         check_text("content", content)
+        check_text("reasoning", reasoning)
         check_text("model", model, optional=True)
         now = self.clock()
         with self.db.atomic():
@@ -151,7 +157,8 @@ class Store:
                 "content": content, "status": status, "token_ids": token_ids_json(token_ids),
                 "error": error, **(stats or ReplyStats()).columns(), "created_at": now, "updated_at": now,
                 "parent_id": parent_id, "chosen": branches.next_chosen(self.db, conversation_id),
-                "model": model, "finish_reason": finish_reason})
+                "model": model, "finish_reason": finish_reason, "reasoning": reasoning,
+                "reasoning_s": reasoning_s})
             attached.insert(self.db, table.last_pk, attachments, now)
             if attachments_from is not None:
                 attached.copy(self.db, attachments_from, table.last_pk, now)

@@ -35,7 +35,7 @@ class ReplyWriter:
 
         reply = store.start_reply(conversation_id)
         for chunk in chunks:
-            reply.append(chunk.text)
+            reply.append(chunk.text, chunk.reasoning)
         reply.finish("complete", token_ids=ids, stats=ReplyStats(ttft_s=0.2, tok_s=41.0))
     """
 
@@ -47,6 +47,11 @@ class ReplyWriter:
         self.flush_interval = flush_interval
         self._monotonic = monotonic
         self._pending: list[str] = []
+        self._pending_reasoning: list[str] = []
+        self._thinking_since: Optional[float] = None  # first reasoning of this writer
+        self._thought_s: Optional[float] = None  # until the answer began (or the last reasoning)
+        self._thought_before = 0.0  # seconds thought before a continued reply was resumed
+        self._answered = False  # the answer began after reasoning: the thinking time is final
         self._last_flush = monotonic()
         self.flushed_chars = 0
         """Characters of reply text committed to the database so far."""
@@ -75,24 +80,43 @@ class ReplyWriter:
                              "updated_at = ? where id = ?", [store.clock(), message_id])
         writer = cls(store, message_id, **options)
         writer.flushed_chars = len(message.content)
+        writer._thought_before = message.reasoning_s or 0.0
         return writer
 
     @property
     def pending_chars(self) -> int:
-        """Characters appended but not yet flushed."""
-        return sum(len(p) for p in self._pending)
+        """Characters appended but not yet flushed (answer and reasoning)."""
+        return sum(len(p) for p in self._pending) + sum(len(p) for p in self._pending_reasoning)
 
-    def append(self, text: str) -> bool:
-        """Add reply text; flush if `flush_interval` has passed. Returns True when it flushed."""
+    @property
+    def thought_s(self) -> Optional[float]:
+        """Seconds the model has thought so far in this reply: from its first reasoning to the
+        start of its answer (or its latest reasoning); None while it has not thought."""
+        if self._thinking_since is None:
+            return None
+        return self._thought_before + (self._thought_s or 0.0)
+
+    def append(self, text: str, reasoning: str = "") -> bool:
+        """Add reply text and reasoning text (kept apart); flush if `flush_interval` has passed.
+        Returns True when it flushed."""
         self._check_open()
         check_text("reply text", text)
+        check_text("reasoning", reasoning)
+        now = self._monotonic()
+        if reasoning:
+            self._pending_reasoning.append(reasoning)
+            if self._thinking_since is None:
+                self._thinking_since = now
+        if self._thinking_since is not None and (reasoning or text) and not self._answered:
+            self._thought_s = now - self._thinking_since
         if text:
             self._pending.append(text)
+            self._answered = self._answered or self._thinking_since is not None
         return self.tick()
 
     def tick(self) -> bool:
         """Flush if text is waiting and `flush_interval` has passed. Returns True when it flushed."""
-        if self._pending and self._monotonic() - self._last_flush >= self.flush_interval:
+        if (self._pending or self._pending_reasoning) and self._monotonic() - self._last_flush >= self.flush_interval:
             self.flush()
             return True
         return False
@@ -101,7 +125,7 @@ class ReplyWriter:
         """Commit buffered text now (one short transaction); return `flushed_chars`."""
         self._check_open()
         text = "".join(self._pending)
-        if text:
+        if text or self._pending_reasoning:
             self._write(text, {})
             self.flushed_chars += len(text)
             self._pending.clear()
@@ -136,12 +160,16 @@ class ReplyWriter:
 
     def _write(self, text: str, final: dict[str, Any]) -> None:
         db, now = self._store.db, self._store.clock()
+        reasoning = "".join(self._pending_reasoning)
+        self._pending_reasoning.clear()
+        if self.thought_s is not None:
+            final = {**final, "reasoning_s": self.thought_s}
         sets = "".join(f", {column} = :{column}" for column in final)
         with db.atomic():
             cursor = db.execute(
-                f"update messages set content = content || :text, updated_at = :now{sets} "
-                "where id = :id and status = 'streaming'",
-                {"text": text, "now": now, "id": self.message_id, **final})
+                f"update messages set content = content || :text, reasoning = reasoning || :reasoning, "
+                f"updated_at = :now{sets} where id = :id and status = 'streaming'",
+                {"text": text, "reasoning": reasoning, "now": now, "id": self.message_id, **final})
             if cursor.rowcount != 1:
                 raise ReplyClosedError(
                     f"Reply {self.message_id} is no longer streaming: its conversation was deleted "

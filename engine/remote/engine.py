@@ -90,6 +90,11 @@ class RemoteEngine:
     """The server chooses the precision; nothing is known of it here."""
     dtype_reason = ""
     quantized = ""
+    reasoning = "unknown"
+    """The server splits reasoning off (`reasoning_content`) or it arrives inline in `<think>` tags,
+    which this side splits; either way `Chunk.reasoning` carries it."""
+    thinking_switch = False
+    """The OpenAI API has no common Think switch; `chat(thinking=...)` is not sent."""
     max_context = 0
     """Tokens one conversation may hold: not told by the OpenAI API (0: unknown)."""
 

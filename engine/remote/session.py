@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import httpx
 import openai
 
+from ..reasoning import ThinkSplitter
 from ..errors import InvalidRequestError, SessionBusyError, SessionClosedError, StateFileError
 from ..session import Failed, Stream
 from ..types import Chunk, GenerationStats, SamplingParams
@@ -67,8 +68,14 @@ class RemoteSession:
         return self._idle.wait(timeout)
 
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
-             continue_final: bool = False, tools: Optional[list[dict]] = None) -> Stream:
+             continue_final: bool = False, tools: Optional[list[dict]] = None,
+             thinking: Optional[bool] = None) -> Stream:
         """Stream the server's reply to `messages` (the whole conversation so far).
+
+        Reasoning comes back apart in `Chunk.reasoning`: read from the server's `reasoning_content`
+        (llama.cpp's server, DeepSeek's API, Confab; vLLM's and Ollama's `reasoning`), or split here
+        from `<think>` tags at the start of the content. Earlier replies' reasoning is not sent
+        (DeepSeek's API refuses it). `thinking` is accepted and not sent (`thinking_switch` is False).
 
         `continue_final` (extend the last, cut assistant reply in place) has no common form in the
         OpenAI API, so a remote engine refuses it by name rather than answering something else; so
@@ -92,7 +99,8 @@ class RemoteSession:
             self._idle.clear()
             cancel = self._cancel = threading.Event()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
-        threading.Thread(target=self._read, args=(messages, params, out, cancel),
+        sent = [{k: v for k, v in m.items() if k != "reasoning"} for m in messages]
+        threading.Thread(target=self._read, args=(sent, params, out, cancel),
                          name=f"confab-remote-{self.id}", daemon=True).start()
         return Stream(out, cancel)
 
@@ -108,6 +116,7 @@ class RemoteSession:
         finish: Optional[str] = None
         usage = None
         response = None
+        splitter = ThinkSplitter()  # a server that leaves <think> inline in the content
         try:
             response = engine.client.chat.completions.create(
                 model=engine.model_name, messages=messages, stream=True,
@@ -119,11 +128,11 @@ class RemoteSession:
                 if event.usage is not None:
                     usage = event.usage
                 for choice in event.choices:
-                    text = choice.delta.content if choice.delta is not None else None
-                    if text:
+                    thought, text = _delta(choice.delta, splitter)
+                    if text or thought:
                         first = first or time.perf_counter()
                         pieces += 1
-                        out.put(Chunk(text=text, token_ids=()))
+                        out.put(Chunk(text=text, token_ids=(), reasoning=thought))
                     if choice.finish_reason in _CUT:
                         raise ReplyCutError(f"the server at {host_of(engine.base_url)} interrupted the reply "
                                             f"(finish reason {choice.finish_reason!r})")
@@ -152,7 +161,8 @@ class RemoteSession:
             ttft_s=(first or done) - started,
             decode_tok_s=(generated - 1) / decode_s if generated > 1 and decode_s > 0 else 0.0)
         reason = finish if finish is not None else "cancelled"  # a stop after the last token changes nothing
-        self._end(out, Chunk(text="", token_ids=(), finish_reason=reason, stats=stats))
+        thought, text = splitter.flush()
+        self._end(out, Chunk(text=text, token_ids=(), finish_reason=reason, stats=stats, reasoning=thought))
 
     def _failure(self, error: BaseException, *, began: bool) -> BaseException:
         """The named error; a transport error after the stream began means the connection dropped."""
@@ -204,6 +214,17 @@ class RemoteSession:
 
     def __repr__(self) -> str:
         return f"<RemoteSession {self.id} busy={self._busy} closed={self._closed}>"
+
+
+def _delta(delta: Any, splitter: ThinkSplitter) -> tuple[str, str]:
+    """(reasoning, answer) of one streamed delta. `reasoning_content` is not in the OpenAI SDK's
+    types: the SDK keeps such fields in `model_extra`."""
+    if delta is None:
+        return "", ""
+    extra = getattr(delta, "model_extra", None) or {}
+    thought = extra.get("reasoning_content") or extra.get("reasoning") or ""
+    inline_thought, text = splitter.feed(delta.content or "")
+    return (thought if isinstance(thought, str) else "") + inline_thought, text
 
 
 def _close_quietly(response: Any) -> None:

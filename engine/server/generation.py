@@ -53,6 +53,9 @@ class Piece:
     usage: Optional[Usage] = None
     logprobs: tuple = ()
     """engine TokenLogprob of the tokens that came with this piece (when asked for)."""
+    reasoning: str = ""
+    """Reasoning text of a thinking model, sent apart as `reasoning_content` (stop strings apply
+    only to the answer)."""
 
 
 class _Failure:
@@ -147,21 +150,22 @@ class Reply:
                     self._failed = True
                     raise APIError(500, f"the reply failed: {item.error}", "generation_failed", "server_error")
                 generated += len(item.token_ids)
+                reasoning = "" if self._matcher.stopped else item.reasoning
                 text = self._matcher.feed(item.text)
                 if self._matcher.stopped and item.finish_reason is None:
                     # The rest is cut off: stop the engine at the next token, and keep reading to its
                     # last chunk, which carries the usage (closing the stream would end the pump early).
                     self.lease.session.cancel()
                 if item.finish_reason is None:
-                    if text or item.logprobs:
-                        yield Piece(text, logprobs=item.logprobs)
+                    if text or reasoning or item.logprobs:
+                        yield Piece(text, logprobs=item.logprobs, reasoning=reasoning)
                     continue
                 if item.finish_reason == "cancelled" and not self._matcher.stopped:
                     raise interrupted(self.lease.cut or "it was cancelled")
                 text += self._matcher.flush()
                 reason = "length" if item.finish_reason == "length" and not self._matcher.stopped else "stop"
                 logprobs = item.logprobs if item.text else ()  # not the end token's
-                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), logprobs)
+                yield Piece(text, reason, Usage.of(item.stats, self._prompt_len, generated), logprobs, reasoning)
                 return
         finally:
             self.close()

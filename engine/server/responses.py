@@ -24,6 +24,8 @@ class Result:
     usage: Usage
     calls: list[ToolCall] = field(default_factory=list)
     logprobs: list = field(default_factory=list)
+    reasoning: str = ""
+    """A thinking model's reasoning, sent apart as `reasoning_content`."""
 
 
 class Shape:
@@ -65,6 +67,8 @@ class Shape:
             if result.calls:
                 message["content"] = result.text or None
                 message["tool_calls"] = [call_json(c) for c in result.calls]
+            if result.reasoning:  # as llama.cpp's server and DeepSeek's API send it
+                message["reasoning_content"] = result.reasoning
             choice = {"index": 0, "message": message, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("chat.completion")
         else:
@@ -73,13 +77,16 @@ class Shape:
         return {**body, "choices": [choice], "usage": result.usage.as_json()}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
-              with_usage: bool = False, logprobs: tuple = (), call: Optional[CallDelta] = None) -> dict:
+              with_usage: bool = False, logprobs: tuple = (), call: Optional[CallDelta] = None,
+              reasoning: str = "") -> dict:
         lp = self._logprobs(logprobs) if logprobs else None
         if self.kind == "chat":
             delta: dict = {"role": "assistant", "content": text or ""} if first else (
                 {"content": text} if text else {})
             if call is not None:
                 delta["tool_calls"] = [delta_json(call)]
+            if reasoning:
+                delta["reasoning_content"] = reasoning
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": lp}
             body = self._head("chat.completion.chunk")
         else:
@@ -158,9 +165,11 @@ def _merged(deltas: list[CallDelta]) -> list[CallDelta]:
 async def collect(reply: Reply, shape: Shape) -> Result:
     """The whole reply (non-streamed requests): its calls are read once it is complete."""
     parts: list[str] = []
+    thoughts: list[str] = []
     logprobs: list = []
     async for piece in reply.pieces():
         parts.append(piece.text)
+        thoughts.append(piece.reasoning)
         logprobs += piece.logprobs
         if piece.finish_reason is not None:
             text, calls = "".join(parts), []
@@ -168,7 +177,7 @@ async def collect(reply: Reply, shape: Shape) -> Result:
                 text, calls = parse(shape.tool_format, text)
                 calls = calls if shape.parallel else calls[:1]
             reason = finish_reason(piece.finish_reason, bool(calls))
-            return Result(text, reason, piece.usage, calls, logprobs)
+            return Result(text, reason, piece.usage, calls, logprobs, "".join(thoughts))
     raise APIError(500, "the reply ended without finishing", "generation_failed", "server_error")
 
 
@@ -183,8 +192,9 @@ async def events(reply: Reply, shape: Shape, include_usage: bool) -> AsyncIterat
         async for piece in reply.pieces():
             last = piece
             text, calls = splitter.feed(piece)
-            if text or (piece.logprobs and shape.tokens is not None):
-                yield sse(shape.chunk(text, with_usage=include_usage, logprobs=piece.logprobs))
+            if text or piece.reasoning or (piece.logprobs and shape.tokens is not None):
+                yield sse(shape.chunk(text, with_usage=include_usage, logprobs=piece.logprobs,
+                                      reasoning=piece.reasoning))
             for call in calls:
                 yield sse(shape.chunk(None, with_usage=include_usage, call=call))
             if piece.finish_reason is not None:

@@ -46,6 +46,9 @@ class ChatMessage(_Strict):
     name: Optional[str] = None
     tool_calls: Optional[list[ToolCallIn]] = None
     tool_call_id: Optional[str] = Field(default=None, max_length=200)
+    reasoning_content: Optional[str] = None
+    """An earlier reply's reasoning, as this server returns it; the chat template decides whether
+    the model sees it again."""
     # What the SDK's `model_dump()` of its own reply carries: accepted when empty, as OpenAI does.
     refusal: Optional[str] = None
     function_call: Optional[Any] = None
@@ -64,7 +67,8 @@ class ChatMessage(_Strict):
 
     def as_engine(self) -> dict:
         """{"role", "content"} as the chat template expects (developer is the newer name of system),
-        with `tool_calls` / `tool_call_id` where the message has them."""
+        with `tool_calls` / `tool_call_id` where the message has them, and "reasoning" for an
+        assistant message that carries its reasoning."""
         content = self.content or ""
         text = content if isinstance(content, str) else "".join(p.text for p in content)
         message = {"role": "system" if self.role == "developer" else self.role, "content": text}
@@ -72,6 +76,8 @@ class ChatMessage(_Strict):
             message["tool_calls"] = [c.model_dump() for c in self.tool_calls]
         if self.tool_call_id is not None:
             message["tool_call_id"] = self.tool_call_id
+        if self.role == "assistant" and self.reasoning_content:
+            message["reasoning"] = self.reasoning_content
         return message
 
 

@@ -69,9 +69,14 @@ def build(version: int, path: Path) -> None:
 
 def _with_versions(version: int, rows: list[dict]) -> list[dict]:
     """From 0003_message_versions on, each message follows the one before it and replies name
-    their model."""
+    their model; from 0004_reasoning on, the finished reply keeps its reasoning apart."""
     if version < 3:
         return rows
+    if "0004_reasoning" in MIGRATION_NAMES[:version]:
+        for row in rows:
+            row.update(reasoning="")
+        rows[1].update(reasoning="They asked about food in Lisbon; Belém's pastries are famous.",
+                       reasoning_s=3.5)
     previous: dict[int, int] = {}
     for i, row in enumerate(rows):
         row.update(parent_id=previous.get(row["conversation_id"]), chosen=i + 1)

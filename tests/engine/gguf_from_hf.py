@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -32,7 +33,9 @@ def _gguf_name(name: str) -> str:
     return f"blk.{layer}.{_BLOCK[part]}.{kind}"
 
 
-def write_gguf_from_folder(folder: Path, out: Path, bundled: Path) -> Path:
+def write_gguf_from_folder(folder: Path, out: Path, bundled: Path, chat_template: Optional[str] = None) -> Path:
+    """`folder`'s weights with the bundled model's tokenizer (and its chat template, unless
+    `chat_template` is given)."""
     import gguf
     from safetensors.numpy import load_file
 
@@ -57,9 +60,11 @@ def write_gguf_from_folder(folder: Path, out: Path, bundled: Path) -> Path:
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
     reader = gguf.GGUFReader(str(bundled))
     for key, field in reader.fields.items():
-        if key.startswith("tokenizer."):
+        if key.startswith("tokenizer.") and not (chat_template and key == "tokenizer.chat_template"):
             types = field.types
             writer.add_key_value(key, field.contents(), types[0], sub_type=types[1] if len(types) > 1 else None)
+    if chat_template:
+        writer.add_chat_template(chat_template)
     for name, w in load_file(str(folder / "model.safetensors")).items():
         if arch == "llama" and name.endswith("q_proj.weight"):
             w = _permute(w, heads)
