@@ -87,6 +87,7 @@ class RemoteEngine:
     dtype = ""
     """The server chooses the precision; nothing is known of it here."""
     dtype_reason = ""
+    backend_reason = "remote: a model served elsewhere over the OpenAI API"
     quantized = ""
     max_context = 0
     """Tokens one conversation may hold: not told by the OpenAI API (0: unknown)."""
