@@ -188,8 +188,8 @@ def test_a_reply_stops_at_a_stop_token(make_engine, tiny_models):
     with engine.open_session() as s:
         reply = token_ids(s.generate([5, 6, 7], greedy(8)))
         s.reset()
-        codec = engine._worker.codec
-        codec.stop_ids = frozenset({reply[3]})  # the fourth greedy token now ends the turn
+        i = next(i for i in range(1, 8) if reply[i] not in reply[:i])  # a token not sampled before it
+        engine._worker.codec.stop_ids = frozenset({reply[i]})  # now ends the turn
         chunks = list(s.generate([5, 6, 7], SamplingParams(temperature=0, max_tokens=8)))
-    assert chunks[-1].finish_reason == "stop" and chunks[-1].token_ids == (reply[3],)
-    assert [t for c in chunks for t in c.token_ids] == reply[:4]
+    assert chunks[-1].finish_reason == "stop" and chunks[-1].token_ids == (reply[i],)
+    assert [t for c in chunks for t in c.token_ids] == reply[: i + 1]
