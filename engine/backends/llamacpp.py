@@ -33,6 +33,7 @@ import llama_cpp as lc
 
 from .. import capacity
 from ..errors import CapacityError, ModelLoadError, StateFileError
+from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,7 @@ class LlamaCppBackend:
         self.model = None
         self.ctx = None
         self._mem = None
+        self._threadpool = None
         self._batch = None
         self._batch_size = 0
         self._n_vocab = 0
@@ -161,6 +163,7 @@ class LlamaCppBackend:
         if not ctx:
             raise ModelLoadError(f"llama.cpp could not create a context of {pool_tokens} tokens for {Path(path).name}")
         self.ctx = ctx
+        self._threadpool = attach_sleeping_pool(ctx, self.threads)
         self._mem = lc.llama_get_memory(ctx)
         self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
         self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
@@ -207,8 +210,10 @@ class LlamaCppBackend:
                 f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
                 f"({cfg.max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
             )
-        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds
-        return max(POOL_STEP, tokens // POOL_STEP * POOL_STEP), int(n_seq)
+        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds, but
+        # never below one session at max_context
+        whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
+        return max(whole, tokens // POOL_STEP * POOL_STEP), int(n_seq)
 
     def available_memory(self) -> int:
         import psutil
@@ -226,6 +231,8 @@ class LlamaCppBackend:
         if self.ctx is not None:
             lc.llama_free(self.ctx)
             self.ctx, self._mem = None, None
+        free_pool(self._threadpool)
+        self._threadpool = None
         if self.model is not None:
             lc.llama_model_free(self.model)
             self.model = None

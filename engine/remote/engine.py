@@ -89,6 +89,7 @@ class RemoteEngine:
     dtype = ""
     """The server chooses the precision; nothing is known of it here."""
     dtype_reason = ""
+    backend_reason = "remote: a model served elsewhere over the OpenAI API"
     quantized = ""
     reasoning = "unknown"
     """The server splits reasoning off (`reasoning_content`) or it arrives inline in `<think>` tags,

@@ -79,7 +79,7 @@ def tiny_engine(make_engine, tiny_models, backend) -> Engine:
 
 
 POOL = ("llama.cpp holds K/V in one shared float16 pool sized at load, not per-session buffers grown in "
-        "256-token chunks; test_llamacpp_pool.py checks its capacity in tokens and bytes")
+        "256-token chunks; test_llamacpp.py checks its capacity in tokens and bytes")
 NOT_ON_LLAMACPP = {
     "test_estimate_matches_a_full_session": POOL,
     "test_estimate_bounds_a_session_past_one_chunk": POOL,
@@ -87,7 +87,7 @@ NOT_ON_LLAMACPP = {
     "test_default_budget_is_a_share_of_free_memory": POOL,
     "test_opening_past_max_sessions_fails_with_numbers": POOL,
     "test_estimate_matches_loaded_engine": "the pre-load estimate is of a torch/MLX folder's per-session "
-                                           "buffers; llama.cpp's pool is checked in test_llamacpp_pool.py",
+                                           "buffers; llama.cpp's pool is checked in test_llamacpp.py",
     "test_the_budget_caps_a_configured_max_sessions": POOL,
     "test_a_budget_that_cannot_hold_one_session_is_refused_at_load": POOL,
     "test_max_context_above_the_models_limit_is_clamped_with_a_message": "edits a folder's config.json; a "
@@ -102,6 +102,9 @@ NOT_ON_LLAMACPP = {
     "test_second_chat_turn_prefills_only_its_suffix": "asserts the bundled model answers 'Paris'; on llama.cpp "
         "it answers 'L'Étoile…' (see test_chat_streams_replies_and_keeps_context); the suffix-only prefill is "
         "checked on the tiny model by the other warm-resume tests",
+    "test_bundled_reply_stops_at_end_of_turn": "the bundled Q4_1 model on llama.cpp does not end 'Say hello.' "
+        "within 60 greedy tokens; its stop tokens equal torch's and a reply stops at one "
+        "(test_llamacpp.py)",
     "test_sliding_window_state_restores_exactly": "the tiny sliding-window models are folders whose window only "
         "transformers (qwen3) or mlx-lm (llama) read; the test GGUF writer has no sliding-window model",
     "test_truncated_safetensors_is_refused": "a folder's safetensors check; llama.cpp loads only .gguf files "

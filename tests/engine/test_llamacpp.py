@@ -181,3 +181,15 @@ def test_bench_reports_llamacpp_figures_against_the_library(tiny_models, gguf_so
                 "kv_8x500_vs_4000", "state_files_8x500_vs_4000", "restore_vs_prefill", "bytes_per_session"):
         assert figures[key] > 0, key
     assert figures["kv_bytes_8x500"] == 8 * 500 * PER_TOKEN and figures["kv_bytes_4000"] == 4000 * PER_TOKEN
+
+
+def test_a_reply_stops_at_a_stop_token(make_engine, tiny_models):
+    engine = make_engine(tiny_models["llama"], "llamacpp")
+    with engine.open_session() as s:
+        reply = token_ids(s.generate([5, 6, 7], greedy(8)))
+        s.reset()
+        i = next(i for i in range(1, 8) if reply[i] not in reply[:i])  # a token not sampled before it
+        engine._worker.codec.stop_ids = frozenset({reply[i]})  # now ends the turn
+        chunks = list(s.generate([5, 6, 7], SamplingParams(temperature=0, max_tokens=8)))
+    assert chunks[-1].finish_reason == "stop" and chunks[-1].token_ids == (reply[i],)
+    assert [t for c in chunks for t in c.token_ids] == reply[: i + 1]
