@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Iterator, Optional
+from contextlib import closing
+from typing import Callable, Iterator, Optional
 
 from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
@@ -109,7 +110,7 @@ class ConversationManager:
         busy = sum(1 for c, s in self._live.items() if not self._idle(c, s))
         raise AllSessionsBusyError(wanted, capacity.live_sessions, capacity.max_sessions, busy)
 
-    def _with_room(self, wanted: int, attempt):
+    def _with_room(self, wanted: int, attempt: Callable[[], Optional[Session]]) -> Optional[Session]:
         """`attempt()`, retried after suspending the least recently used idle session each time it
         raises CapacityError (a shared K/V pool too full for a restore); the error passes through
         once no idle session holding tokens is left."""
@@ -195,15 +196,17 @@ class ConversationManager:
             thinking = self._thinking(conversation_id)
             if thinking is not None:
                 extra["thinking"] = thinking
-            for chunk in self._chat_with_room(conversation_id, session, messages, params, extra):
-                produced = True
-                token_ids.extend(chunk.token_ids)
-                writer.append(chunk.text, chunk.reasoning)
-                if chunk.finish_reason is not None:
-                    status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
-                    writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
-                                  finish_reason=chunk.finish_reason)
-                yield chunk
+            # closing(): a reader that stops early must cancel the engine's stream before we wait
+            with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
+                for chunk in chunks:
+                    produced = True
+                    token_ids.extend(chunk.token_ids)
+                    writer.append(chunk.text, chunk.reasoning)
+                    if chunk.finish_reason is not None:
+                        status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
+                        writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
+                                      finish_reason=chunk.finish_reason)
+                    yield chunk
         except CapacityError as e:
             if not writer.finished:
                 writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)

@@ -79,3 +79,16 @@ def test_the_refusal_reaches_the_user_when_no_idle_conversation_is_left(make_eng
     assert len(reply_ids(manager.reply(c.id, "c says hi", LONG))[0]) == 60
     assert manager.suspends >= 1 and c.id in manager.live_conversations()
     manager.close()
+
+
+def test_a_reader_that_stops_early_cancels_the_reply_in_the_engine(make_engine, tiny_models, store):
+    engine = _small_pool(make_engine, tiny_models)
+    manager = ConversationManager(engine, store)
+    a = store.create_conversation("a")
+    stream = manager.reply(a.id, "a says hi", SamplingParams(temperature=0, max_tokens=90, ignore_stop=True))
+    next(stream)
+    stream.close()  # the user pressed Stop
+    session = manager.session_for(a.id)
+    assert not session.busy and len(session.tokens) < 30 + 90  # stopped, not run to its end
+    assert store.messages(a.id)[-1].status == "cancelled"
+    manager.close()
