@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Iterator, Optional
+from contextlib import closing
+from typing import Callable, Iterator, Optional
 
 from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
-from engine.errors import ReplyInterruptedError
+from engine.errors import CapacityError, ReplyInterruptedError
 
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
@@ -67,7 +68,7 @@ class ConversationManager:
         self._live.pop(conversation_id, None)
         self.store.get_conversation(conversation_id)  # NotFoundError before any engine work
         self._make_room(conversation_id)
-        session = self.states.restore(conversation_id)
+        session = self._with_room(conversation_id, lambda: self.states.restore(conversation_id))
         if session is not None:
             self.restores += 1
         else:
@@ -108,6 +109,27 @@ class ConversationManager:
                 return
         busy = sum(1 for c, s in self._live.items() if not self._idle(c, s))
         raise AllSessionsBusyError(wanted, capacity.live_sessions, capacity.max_sessions, busy)
+
+    def _with_room(self, wanted: int, attempt: Callable[[], Optional[Session]]) -> Optional[Session]:
+        """`attempt()`, retried after suspending the least recently used idle session each time it
+        raises CapacityError (a shared K/V pool too full for a restore); the error passes through
+        once no idle session holding tokens is left."""
+        while True:
+            try:
+                return attempt()
+            except CapacityError:
+                if not self._suspend_for_pool(wanted):
+                    raise
+
+    def _suspend_for_pool(self, wanted: int) -> bool:
+        """Suspend the least recently used idle session (never `wanted`'s, never a generating one)
+        that holds tokens, so a shared pool has room; False when there is none."""
+        for conversation_id, session in list(self._live.items()):  # least recently used first
+            if conversation_id != wanted and self._idle(conversation_id, session) and session.tokens:
+                log.info("suspending conversation %s: the K/V pool is too full for %s", conversation_id, wanted)
+                self.suspend(conversation_id)
+                return True
+        return False
 
     def _drop(self, conversation_id: int, session: Session) -> None:
         """Close a session without saving it (after an error its state is not trusted); the next
@@ -168,13 +190,16 @@ class ConversationManager:
     def _stream(self, conversation_id: int, session: Session, writer: ReplyWriter, messages: list[dict],
                 params: Optional[SamplingParams], token_ids: list[int], extend: bool) -> Iterator[Chunk]:
         """Run one reply (or the rest of one) into `writer`, finishing the row however it ends."""
+        produced = False
         try:
             extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
             thinking = self._thinking(conversation_id)
             if thinking is not None:
                 extra["thinking"] = thinking
-            with session.chat(messages, params, **extra) as stream:
-                for chunk in stream:
+            # closing(): a reader that stops early must cancel the engine's stream before we wait
+            with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
+                for chunk in chunks:
+                    produced = True
                     token_ids.extend(chunk.token_ids)
                     writer.append(chunk.text, chunk.reasoning)
                     if chunk.finish_reason is not None:
@@ -182,6 +207,14 @@ class ConversationManager:
                         writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
                                       finish_reason=chunk.finish_reason)
                     yield chunk
+        except CapacityError as e:
+            if not writer.finished:
+                writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)
+            if produced:
+                self._drop(conversation_id, session)
+            # else refused before any compute with nothing left to suspend: the engine left the
+            # session as it was, so it stays live for the next turn
+            raise
         except GeneratorExit:  # the caller stopped reading: keep what was said
             if not writer.finished:
                 writer.finish(self._stopped_status(), token_ids=token_ids, finish_reason="cancelled")
@@ -199,6 +232,23 @@ class ConversationManager:
             raise
         finally:
             self._replying.discard(conversation_id)
+
+    def _chat_with_room(self, conversation_id: int, session: Session, messages: list[dict],
+                        params: Optional[SamplingParams], extra: dict) -> Iterator[Chunk]:
+        """The turn's chunks. A turn refused before its first chunk because the engine's shared K/V
+        pool is full (llama.cpp admits each turn by tokens) is retried after suspending the least
+        recently used idle session, until it fits or none is left; then the refusal passes through."""
+        while True:
+            started = False
+            try:
+                with session.chat(messages, params, **extra) as stream:
+                    for chunk in stream:
+                        started = True
+                        yield chunk
+                return
+            except CapacityError:
+                if started or not self._suspend_for_pool(conversation_id):
+                    raise
 
     def _thinking(self, conversation_id: int) -> Optional[bool]:
         """The conversation's Think switch, where the model has one (None: the model's default)."""
