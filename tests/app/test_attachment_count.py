@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app import attachment_count
-from app.attachment_count import count_read, fit_part
-from app.attachment_reader import read_file
-from app.context_meter import estimate_tokens
+from app.chat import attachment_count
+from app.chat.attachment_count import count_read, fit_part
+from app.chat.attachment_reader import read_file
+from app.chat.context_meter import estimate_tokens
 from tests.app.gui_fixtures import gui_engine  # noqa: F401 (fixture)
 
 CODE = "".join(f"def f{i}(a: int, b: int) -> int:\n    return a * {i} + b  # {{x: [{i}, 2]}}\n" for i in range(400))

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from app import attachment_reader
-from app.attachment_reader import ReadCancelled, UnreadableFileError, read_file
+from app.chat import attachment_reader
+from app.chat.attachment_reader import ReadCancelled, UnreadableFileError, read_file
 
 
 def _pdf(path, pages_text: list[str]) -> None:

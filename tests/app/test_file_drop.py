@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QUrl
 
-from app.file_drop import local_files
+from app.chat.file_drop import local_files
 
 
 def _urls(*urls: str) -> QMimeData:

@@ -13,10 +13,10 @@ import pytest
 
 X = pytest.importorskip("Xlib.X", reason="python-xlib is installed on Linux only (X11 grabs)")
 
-from app.global_shortcut import (DEFAULT_SHORTCUT, GlobalShortcut, ShortcutError,  # noqa: E402
+from app.quick.global_shortcut import (DEFAULT_SHORTCUT, GlobalShortcut, ShortcutError,  # noqa: E402
                                  _X11Grab, parse_shortcut, unavailable_reason)
-from app.settings import AppSettings, load_settings, save_settings  # noqa: E402
-from app.settings_dialog import SettingsDialog  # noqa: E402
+from app.settings.app_settings import AppSettings, load_settings, save_settings  # noqa: E402
+from app.settings.dialog import SettingsDialog  # noqa: E402
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -118,7 +118,7 @@ def test_x11_grab_receives_only_its_keys_and_refuses_a_taken_one(x_server):
 
 
 def test_a_press_reaches_the_gui_thread_as_activated(qtbot, x_server, monkeypatch):
-    import app.global_shortcut as module
+    import app.quick.global_shortcut as module
     from Xlib import XK, display
     from Xlib.ext import xtest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.context_meter import estimate_tokens
+from app.chat.context_meter import estimate_tokens
 from engine import Engine, RemoteEngine
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
 

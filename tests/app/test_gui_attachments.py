@@ -192,7 +192,7 @@ def test_a_sent_file_is_stored_shown_sent_to_the_model_and_kept_by_a_restart(qtb
     store.close()
     # A restart: a new window on the same data folder shows the file on its message.
     from app.bridge import Bridge
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     again = Bridge(home)
     try:
@@ -248,7 +248,7 @@ def test_keeping_copies_stores_the_original_bytes(qtbot, window, tmp_path):
 def test_the_quick_chat_takes_dropped_and_pasted_files(qtbot, bridge, tmp_path):
     from PySide6.QtWidgets import QApplication
 
-    from app.quick_chat import QuickChat
+    from app.quick.quick_chat import QuickChat
 
     quick = QuickChat(bridge)
     qtbot.addWidget(quick)
@@ -273,7 +273,7 @@ def test_the_quick_chat_takes_dropped_and_pasted_files(qtbot, bridge, tmp_path):
 
 
 def test_chips_follow_a_theme_change(qtbot, window, tmp_path, qapp):
-    from app.theme import apply_theme
+    from app.settings.theme import apply_theme
 
     _drop(window, _notes(tmp_path))
     _wait_ready(qtbot, window)
@@ -289,11 +289,11 @@ def test_chips_follow_a_theme_change(qtbot, window, tmp_path, qapp):
 
 
 def test_the_attach_button_adds_the_picked_files(qtbot, window, tmp_path, monkeypatch):
-    import app.composer_files
+    import app.chat.composer_files
 
     asked = []
     picked = [_notes(tmp_path)]
-    monkeypatch.setattr(app.composer_files, "open_files",
+    monkeypatch.setattr(app.chat.composer_files, "open_files",
                         lambda parent, caption, filters: asked.append((caption, filters)) or picked)
     button = window.chat.files.button
     assert button.isEnabled() and button.accessibleName() == "Attach files"

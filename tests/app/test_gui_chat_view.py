@@ -12,8 +12,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QTextCursor, QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-import app.message_view as message_view_module  # noqa: E402
-from app.chat_view import ChatView, MessageView  # noqa: E402
+import app.chat.message_view as message_view_module  # noqa: E402
+from app.chat.view import ChatView, MessageView  # noqa: E402
 from app.store import Message  # noqa: E402
 
 CODE_REPLY = "Two ways:\n\n```python\nprint(1)\n```\n\nor\n\n```sh\necho 2\n```\n"
@@ -268,7 +268,7 @@ def test_message_text_follows_a_theme_switch(view, qapp):
     # text stayed dark grey on the dark background.
     from PySide6.QtGui import QPalette
 
-    from app.theme import apply_theme
+    from app.settings.theme import apply_theme
 
     view.set_messages(1, conversation("Hi", "Hello"))
     try:

@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.context_meter import ContextMeter, used_tokens  # noqa: E402
+from app.chat.context_meter import ContextMeter, used_tokens  # noqa: E402
 from app.store import Message, ReplyStats  # noqa: E402
 from engine import Engine, EngineConfig  # noqa: E402
 from tests.app.gui_fixtures import bridge, window  # noqa: E402,F401 (fixtures)

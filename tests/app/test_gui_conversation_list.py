@@ -12,10 +12,10 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QLineEdit  # noqa: E402
 
-from app.conversation_list import (GENERATING_ROLE, ID_ROLE, KIND_ROLE, SNIPPET_ROLE, ConversationList,  # noqa: E402
+from app.window.conversation_list import (GENERATING_ROLE, ID_ROLE, KIND_ROLE, SNIPPET_ROLE, ConversationList,  # noqa: E402
                                    date_group)
 from app.store import Conversation, SearchHit  # noqa: E402
-from app.undo_bar import UndoBar  # noqa: E402
+from app.window.undo_bar import UndoBar  # noqa: E402
 
 NOW = datetime(2026, 3, 10, 0, 5).timestamp()
 """Five minutes past a local midnight: "yesterday" is only minutes ago."""

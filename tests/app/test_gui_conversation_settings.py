@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.chat_panel import title_from
-from app.conversation_settings import ConversationSettingsDialog
-from app.markdown_render import plain_title
-from app.presets import Preset, load_presets, save_preset
-from app.settings import AppSettings
+from app.chat.panel import title_from
+from app.settings.conversation_settings import ConversationSettingsDialog
+from app.chat.markdown_render import plain_title
+from app.settings.presets import Preset, load_presets, save_preset
+from app.settings.app_settings import AppSettings
 from app.store import Conversation
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
 from tests.app.test_gui_export import on_store

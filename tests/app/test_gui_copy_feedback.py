@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.markdown_render import COPIED_TEXT, render_markdown
+from app.chat.markdown_render import COPIED_TEXT, render_markdown
 from tests.app.test_gui_chat_view import CODE_REPLY, conversation, link_point, view, views  # noqa: F401
 
 

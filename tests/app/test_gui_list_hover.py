@@ -11,7 +11,7 @@ from PySide6.QtCore import QEvent, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QEnterEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.conversation_list import ConversationList  # noqa: E402
+from app.window.conversation_list import ConversationList  # noqa: E402
 from app.store import Conversation  # noqa: E402
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: E402,F401 (fixtures)
 

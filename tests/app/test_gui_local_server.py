@@ -12,8 +12,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import httpx  # noqa: E402
 import pytest  # noqa: E402
 
-from app.settings import AppSettings  # noqa: E402
-from app.settings_dialog import SettingsDialog  # noqa: E402
+from app.settings.app_settings import AppSettings  # noqa: E402
+from app.settings.dialog import SettingsDialog  # noqa: E402
 from engine import EngineConfig  # noqa: E402
 
 CONFIG = EngineConfig(backend="torch", dtype="float32", max_context=256)

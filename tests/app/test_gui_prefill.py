@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app.prefill_progress import progress_text
+from app.chat.prefill_progress import progress_text
 from engine import Engine, EngineConfig
 from tests.app.gui_fixtures import bridge, window  # noqa: F401 (fixtures)
 
@@ -56,7 +56,7 @@ def test_long_prompt_shows_reading_progress_then_only_the_reply(qtbot, window):
 
 
 def test_the_quick_chat_says_how_far_it_has_read(qtbot, bridge):
-    from app.quick_chat import QuickChat
+    from app.quick.quick_chat import QuickChat
 
     quick = QuickChat(bridge)
     qtbot.addWidget(quick)

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtWidgets import QSystemTrayIcon
 
-from app.quick_chat import TITLE, QuickChat, place_near
-from app.tray import Tray
+from app.quick.quick_chat import TITLE, QuickChat, place_near
+from app.quick.tray import Tray
 from tests.app.gui_fixtures import LONG, bridge, gui_engine  # noqa: F401 (fixtures)
 
 

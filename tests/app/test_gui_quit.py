@@ -9,8 +9,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.quit_confirm import quit_question  # noqa: E402
-from app.settings import load_settings  # noqa: E402
+from app.window.quit_confirm import quit_question  # noqa: E402
+from app.settings.app_settings import load_settings  # noqa: E402
 from engine import EngineConfig, SamplingParams  # noqa: E402
 
 CONFIG = EngineConfig(backend="torch", dtype="float32", max_context=1024)

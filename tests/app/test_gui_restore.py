@@ -8,7 +8,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from app.window_memory import WindowMemory, load_window_memory, save_window_memory  # noqa: E402
+from app.window.memory import WindowMemory, load_window_memory, save_window_memory  # noqa: E402
 from engine import EngineConfig  # noqa: E402
 
 CONFIG = EngineConfig(backend="torch", dtype="float32", max_context=1024)

@@ -13,11 +13,11 @@ from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QComboBox, QLabel, QLineEdit,  # noqa: E402
                                QPlainTextEdit, QWidget)
 
-from app.conversation_settings import ConversationSettingsDialog  # noqa: E402
-from app.settings import AppSettings  # noqa: E402
-from app.settings_dialog import NO_TRAY_TEXT, SettingsDialog  # noqa: E402
+from app.settings.conversation_settings import ConversationSettingsDialog  # noqa: E402
+from app.settings.app_settings import AppSettings  # noqa: E402
+from app.settings.dialog import NO_TRAY_TEXT, SettingsDialog  # noqa: E402
 from app.store import Conversation  # noqa: E402
-from app.theme import apply_theme  # noqa: E402
+from app.settings.theme import apply_theme  # noqa: E402
 
 CONTROLS = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QPlainTextEdit)
 
@@ -141,7 +141,7 @@ def test_theme_sets_palette_and_font(qapp, theme, dark):
 
 
 def test_system_theme_follows_the_color_scheme(qapp):
-    from app.theme import system_is_dark
+    from app.settings.theme import system_is_dark
 
     old_palette = qapp.palette()
     try:
@@ -151,7 +151,7 @@ def test_system_theme_follows_the_color_scheme(qapp):
 
 
 def test_keeping_copies_of_attached_files_is_off_by_default_and_saved(qtbot, tmp_path):
-    from app.settings import load_settings, save_settings
+    from app.settings.app_settings import load_settings, save_settings
 
     assert AppSettings().keep_attachment_files is False
     dialog = SettingsDialog(AppSettings(), tmp_path, tray_available=True)

@@ -93,7 +93,7 @@ def test_a_failed_load_opens_a_dialog_with_the_whole_message(qtbot, confab, tiny
 
 
 def test_the_picker_marks_the_loaded_model_and_will_not_load_a_broken_file(qtbot, confab, tiny_models, tmp_path):
-    from app.model_picker import ModelPickerDialog
+    from app.models.picker import ModelPickerDialog
 
     app = confab(tiny_models["llama"])
     name = app.engine.model.name
@@ -116,7 +116,7 @@ def test_the_status_bar_parts_are_apart_and_name_the_backend(qtbot, window):
     """Memory, model and backend are separate parts, each after a line, never one run of text."""
     from PySide6.QtWidgets import QFrame
 
-    from app.status_parts import StatusPart
+    from app.window.status_parts import StatusPart
 
     window.resize(1400, 500)
     window.set_model("SmolLM2-135M-Instruct", "llamacpp", "cpu", max_context=4096, precision="Q4_1",
@@ -159,6 +159,6 @@ def test_the_speed_part_shows_once_a_reply_has_figures(window):
     ("newlib", "npu", "newlib on npu · bfloat16"),
 ])
 def test_backend_words(backend, device, text):
-    from app.status_parts import backend_text
+    from app.window.status_parts import backend_text
 
     assert backend_text(backend, device, "bfloat16") == text

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.message_view import MessageView, Shown  # noqa: E402
+from app.chat.message_view import MessageView, Shown  # noqa: E402
 from app.store import open_store  # noqa: E402
 from engine import EngineConfig, SamplingParams  # noqa: E402
 from engine.reasoning import ReasoningFormat  # noqa: E402

@@ -12,7 +12,7 @@ from PySide6.QtCore import QEvent, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QEnterEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.undo_bar import MIN_AFTER_LEAVE_MS, UndoBar  # noqa: E402
+from app.window.undo_bar import MIN_AFTER_LEAVE_MS, UndoBar  # noqa: E402
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: E402,F401 (fixtures)
 
 

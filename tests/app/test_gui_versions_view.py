@@ -12,7 +12,7 @@ import dataclasses  # noqa: E402
 import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.chat_view import ChatView  # noqa: E402
+from app.chat.view import ChatView  # noqa: E402
 from app.store import ReplyStats  # noqa: E402
 from tests.app.test_gui_chat_view import conversation, message, views  # noqa: E402
 

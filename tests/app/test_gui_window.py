@@ -42,7 +42,7 @@ def send_and_wait(qtbot, window, text):
 
 
 def test_loading_disables_the_composer_with_a_reason(qtbot, bridge):
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     w = MainWindow(bridge)
     qtbot.addWidget(w)

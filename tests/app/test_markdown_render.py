@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.markdown_render import code_blocks, copy_index, render_markdown
+from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 
 REPLY = """Use `open()`:
 

@@ -8,7 +8,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from app.model_discovery import ModelCandidate, find_models  # noqa: E402
+from app.models.discovery import ModelCandidate, find_models  # noqa: E402
 from engine import DEFAULT_MODEL  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def test_extra_dirs_are_searched_and_sources_listed_once(homes, tmp_path):
 
 # -- the picker --------------------------------------------------------------------------------------
 def test_picker_lists_bundled_first_with_an_estimate(qtbot, homes):
-    from app.model_picker import ModelPickerDialog
+    from app.models.picker import ModelPickerDialog
 
     home, _, _ = homes
     gguf(home / ".lmstudio" / "models" / "a" / "b" / "x.gguf")
@@ -128,7 +128,7 @@ def test_picker_lists_bundled_first_with_an_estimate(qtbot, homes):
 
 
 def test_picker_estimates_a_browsed_folder_and_names_a_broken_file(qtbot, homes, tiny_models, tmp_path):
-    from app.model_picker import ModelPickerDialog, estimate_text
+    from app.models.picker import ModelPickerDialog, estimate_text
     from engine import estimate_memory
 
     dialog = ModelPickerDialog(DEFAULT_MODEL, max_context=1024)

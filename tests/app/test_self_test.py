@@ -32,7 +32,7 @@ def test_self_test_fails_with_the_reason(tmp_path):
 
 
 def test_a_frozen_build_without_llama_cpp_fails_its_self_test(monkeypatch, capsys):
-    from app import self_test
+    from app.devtools import self_test
     from engine import LlamaLibrary
 
     missing = LlamaLibrary(False, "FileNotFoundError: Shared library with base name 'llama' not found")
@@ -44,14 +44,14 @@ def test_a_frozen_build_without_llama_cpp_fails_its_self_test(monkeypatch, capsy
 
 
 def test_the_self_test_says_which_llama_cpp_loads(capsys):
-    from app import self_test
+    from app.devtools import self_test
 
     self_test.check_llama_library(frozen=True)  # the installed llama-cpp-python loads here
     assert "llama.cpp loads: llama-cpp-python 0.3.16 (CPU" in capsys.readouterr().out
 
 
 def test_the_pdf_step_reads_back_what_it_wrote(tmp_path, capsys):
-    from app.self_test import check_pdf
+    from app.devtools.self_test import check_pdf
 
     check_pdf(tmp_path)
     assert (tmp_path / "self-test.pdf").read_bytes().startswith(b"%PDF-")
@@ -60,7 +60,7 @@ def test_the_pdf_step_reads_back_what_it_wrote(tmp_path, capsys):
 
 def test_the_pdf_step_fails_with_the_reason_when_pdfium_is_missing(tmp_path, monkeypatch):
     """What a build that left PDFium out would say (its import fails), rather than a crash later."""
-    from app.self_test import SelfTestFailed, check_pdf
+    from app.devtools.self_test import SelfTestFailed, check_pdf
 
     monkeypatch.setitem(sys.modules, "pypdfium2", None)  # import pypdfium2 → ImportError
     with pytest.raises(SelfTestFailed, match="PDF files cannot be read: ModuleNotFoundError"):

@@ -7,7 +7,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from app.settings import AppSettings, load_settings, sampling_params, save_settings, settings_path
+from app.settings.app_settings import AppSettings, load_settings, sampling_params, save_settings, settings_path
 
 EDITED = AppSettings(theme="dark", font_size=14, temperature=0.3, top_p=0.9, max_tokens=2048,
                      state_budget_mb=512, close_to_tray=True, menubar_only=True, last_model="/models/a, b/q.gguf")
@@ -84,7 +84,7 @@ def test_sampling_params_merge(conversation, expected):
 def test_menubar_only_is_a_no_op_off_macos(monkeypatch):
     import sys
 
-    from app.macos import set_menubar_only
+    from app.quick.macos import set_menubar_only
 
     monkeypatch.setattr(sys, "platform", "linux")
     assert set_menubar_only(True) is False

@@ -13,7 +13,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 from PySide6.QtCore import QDir  # noqa: E402
 
-from app.single_instance import SingleInstance, instance_key  # noqa: E402
+from app.quick.single_instance import SingleInstance, instance_key  # noqa: E402
 
 
 @pytest.fixture
