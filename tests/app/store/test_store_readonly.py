@@ -19,7 +19,7 @@ import pytest
 
 from app.store import open_store
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 # modes that are writable / read-only for whoever runs the child
 DIR_RW, DIR_RO = (0o777, 0o755) if AS_ROOT else (0o755, 0o555)

@@ -12,7 +12,7 @@ from app.settings.presets import Preset, load_presets, save_preset
 from app.settings.app_settings import AppSettings
 from app.store import Conversation
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
-from tests.app.test_gui_export import on_store
+from tests.app.window.test_gui_export import on_store
 
 REPLY_TIMEOUT = 30_000
 

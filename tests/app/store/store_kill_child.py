@@ -1,6 +1,6 @@
 """Child process of test_store_kill.py: fills a conversation, then streams a reply until killed.
 
-    python tests/app/store_kill_child.py HOME FLUSH_INTERVAL_S
+    python tests/app/store/store_kill_child.py HOME FLUSH_INTERVAL_S
 
 Uses the app's own streaming API (`Store.start_reply` / `ReplyWriter`); no engine. Prints
 `READY <conversation id> <reply message id>` once the earlier messages are committed, then
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from app.chat.view import ChatView  # noqa: E402
 from app.store import ReplyStats  # noqa: E402
-from tests.app.test_gui_chat_view import conversation, message, views  # noqa: E402
+from tests.app.chat.test_gui_chat_view import conversation, message, views  # noqa: E402
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Every older schema version opens and migrates with no data lost.
 
-tests/app/data/confab-v<N>.db are frozen databases of each version (see make_old_databases.py).
+tests/app/store/data/confab-v<N>.db are frozen databases of each version (see make_old_databases.py).
 """
 
 import hashlib
@@ -38,7 +38,7 @@ def _schema(db_or_path):
 
 def test_a_frozen_database_exists_for_every_version():
     missing = [v for v in range(1, SCHEMA_VERSION + 1) if not (DATA / f"confab-v{v}.db").exists()]
-    assert not missing, f"run `python tests/app/make_old_databases.py` and commit tests/app/data ({missing})"
+    assert not missing, f"run `python tests/app/store/make_old_databases.py` and commit tests/app/store/data ({missing})"
 
 
 @pytest.mark.parametrize("version", range(1, SCHEMA_VERSION + 1))

@@ -1,6 +1,6 @@
 """Child process of test_store_two_writers.py: appends messages to one conversation as fast as it can.
 
-    python tests/app/store_writer_child.py HOME CONVERSATION_ID COUNT
+    python tests/app/store/store_writer_child.py HOME CONVERSATION_ID COUNT
 
 Opens the store with `open_store` (like a second copy of the app would; commits without fsync, to
 keep the test short: it is about locks), prints `READY`, waits for
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,8 +1,8 @@
 """Freeze a database of each schema version, for test_store_schema.py.
 
-    python tests/app/make_old_databases.py
+    python tests/app/store/make_old_databases.py
 
-Writes tests/app/data/confab-v<N>.db for every version N (1 to SCHEMA_VERSION) that has no file
+Writes tests/app/store/data/confab-v<N>.db for every version N (1 to SCHEMA_VERSION) that has no file
 yet, holding a few sample rows. It never rewrites an existing file: those stand for what an older
 Confab left on users' disks. Run it, and commit the new file, whenever a migration is added.
 """
@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from sqlite_utils import Database  # noqa: E402

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from app.chat.markdown_render import COPIED_TEXT, render_markdown
-from tests.app.test_gui_chat_view import CODE_REPLY, conversation, link_point, view, views  # noqa: F401
+from tests.app.chat.test_gui_chat_view import CODE_REPLY, conversation, link_point, view, views  # noqa: F401
 
 
 def test_render_marks_only_the_copied_block():

@@ -214,7 +214,7 @@ def test_controls_have_accessible_names(clist):
 def bar(qtbot) -> UndoBar:
     b = UndoBar()
     qtbot.addWidget(b)
-    b.move(600, 600)  # away from the pointer: under it, the countdown pauses (tests/app/test_gui_undo.py)
+    b.move(600, 600)  # away from the pointer: under it, the countdown pauses (tests/app/window/test_gui_undo.py)
     return b
 
 
