@@ -6,14 +6,18 @@ Kept apart from `conversation_list` so each file has one job: that one holds the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import QModelIndex, QSize, Qt
 from PySide6.QtGui import QAbstractTextDocumentLayout, QColor, QFont, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
-if TYPE_CHECKING:
-    from app.window.conversation_list import ConversationList
+
+class RowOwner(Protocol):
+    """The list widget a delegate paints for (`ConversationList`, which imports this module)."""
+
+    def request_rename(self, conversation_id: int, title: str) -> bool: ...
+
 
 BADGE = "●"
 BADGE_COLOR = QColor("#2f9e55")
@@ -32,7 +36,7 @@ class ConversationDelegate(QStyledItemDelegate):
     """Paints headings as small bold captions, conversations as one elided line with a badge while
     generating, search hits with a grey snippet line; edits a title in place."""
 
-    def __init__(self, owner: "ConversationList") -> None:
+    def __init__(self, owner: "RowOwner") -> None:
         super().__init__(owner)
         self.owner = owner
 
