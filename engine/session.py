@@ -12,9 +12,8 @@ import queue
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol, Sequence
 
 from .errors import (
     ContextOverflowError,
@@ -24,22 +23,33 @@ from .errors import (
     SessionClosedError,
     SessionPoisonedError,
 )
-from .types import Chunk, Reply, SamplingParams
+from .handle import Failed
+from .types import Chunk, EngineConfig, Reply, SamplingParams
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .runner import Runner
+    from .text import TextCodec
 
 # How often a reader waiting for a chunk checks that the engine thread is still alive (a backstop:
 # the thread delivers an end or an error to every stream before it stops).
 _LIVENESS_POLL_S = 1.0
 
 
-@dataclass
-class Failed:
-    """Put on a stream's queue instead of a chunk when the request failed."""
+class EngineLink(Protocol):
+    """What a Session needs of its `Engine` (which makes sessions, so this module cannot import it)."""
 
-    error: BaseException
+    config: EngineConfig
+    _codec: "TextCodec"
+    _vocab_size: int
+
+    @property
+    def _running(self) -> bool: ...
+
+    @property
+    def _thread(self) -> threading.Thread: ...
+
+    def _post(self, fn: Callable): ...
+
+    def _call(self, fn: Callable): ...
 
 
 class Stream:
@@ -116,7 +126,7 @@ class Stream:
 class Session:
     """One conversation's isolated state on a loaded model. Safe to call from any thread."""
 
-    def __init__(self, engine: "Engine", session_id: int) -> None:
+    def __init__(self, engine: EngineLink, session_id: int) -> None:
         self._engine = engine
         self.id = session_id
         self._lock = threading.Lock()
@@ -132,11 +142,11 @@ class Session:
         self._chat_key: tuple[str, tuple[int, ...]] = ("", ())
         self._finalizer: Optional[weakref.finalize] = None
 
-    def _watch(self, runner: "Runner") -> None:
+    def _watch(self, post_quietly: Callable[[Callable], None]) -> None:
         """Once open: a handle dropped without close() frees its slot. The finalizer only posts a
-        request (it may run on any thread, inside the garbage collector) and holds no reference to
-        this handle."""
-        self._finalizer = weakref.finalize(self, runner.post_quietly, functools.partial(_close_slot, self.id))
+        request with `post_quietly` (the runner's: it may run on any thread, inside the garbage
+        collector) and holds no reference to this handle."""
+        self._finalizer = weakref.finalize(self, post_quietly, functools.partial(_close_slot, self.id))
         self._finalizer.atexit = False
 
     # -- what callers read -------------------------------------------------------------------------
@@ -242,7 +252,7 @@ class Session:
         except BaseException:
             self._mark_idle()
             raise
-        return Stream(out, cancel, self._engine._runner.thread.is_alive)
+        return Stream(out, cancel, self._engine._thread.is_alive)
 
     def _mark_idle(self) -> None:
         """Called by the engine thread when a reply ends (before its last chunk is delivered)."""
