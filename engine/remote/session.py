@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 import httpx
 import openai
@@ -24,19 +24,29 @@ from ..session import Failed, Stream
 from ..types import Chunk, GenerationStats, SamplingParams
 from .errors import ConnectionLostError, ReplyCutError, explain, host_of
 
-if TYPE_CHECKING:
-    from .engine import RemoteEngine
-
 log = logging.getLogger(__name__)
 _FINISH = {"stop": "stop", "length": "length"}  # anything else the server says (tool_calls, ...) is "stop"
 _CUT = {"abort", "error", "cancelled", "interrupted"}  # reasons servers give for a reply they cut short
+
+
+class RemoteLink(Protocol):
+    """What a RemoteSession needs of its `RemoteEngine` (which makes sessions, so this module cannot
+    import it)."""
+
+    base_url: str
+    client: openai.OpenAI
+
+    @property
+    def model_name(self) -> str: ...
+
+    def _forget(self, session: "RemoteSession") -> None: ...
 
 
 class RemoteSession:
     """A conversation on a remote server. The server holds no state for it between replies: each
     turn sends the whole history (the server's prefix cache makes that cheap)."""
 
-    def __init__(self, engine: "RemoteEngine", session_id: int) -> None:
+    def __init__(self, engine: RemoteLink, session_id: int) -> None:
         self._engine = engine
         self.id = session_id
         self._lock = threading.Lock()
