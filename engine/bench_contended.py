@@ -42,7 +42,7 @@ def decode_contended(engine, tokens: int, measure_decode) -> float:
 def decode_two_procs(model: str, backend: str, dtype: str, tokens: int) -> float:
     """Slower decode tok/s of two engine processes decoding at the same moment."""
     # The child's own script joins the two modules: engine.bench imports this one, not the reverse.
-    code = ("from engine.bench import measure_decode; from engine.bench_contended import child; "
+    code = ("from engine.bench_measure import measure_decode; from engine.bench_contended import child; "
             f"child({model!r}, {backend!r}, {dtype!r}, {tokens}, measure_decode)")
     env = dict(os.environ)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
