@@ -19,8 +19,9 @@ import httpx
 import openai
 
 from ..reasoning import ThinkSplitter
-from ..errors import InvalidRequestError, SessionBusyError, SessionClosedError, StateFileError
-from ..session import Failed, Stream
+from ..errors import InvalidRequestError, SessionClosedError, StateFileError
+from ..handle import Failed, SessionHandle
+from ..session import Stream
 from ..types import Chunk, GenerationStats, SamplingParams
 from .errors import ConnectionLostError, ReplyCutError, explain, host_of
 
@@ -42,20 +43,15 @@ class RemoteLink(Protocol):
     def _forget(self, session: "RemoteSession") -> None: ...
 
 
-class RemoteSession:
+class RemoteSession(SessionHandle):
     """A conversation on a remote server. The server holds no state for it between replies: each
-    turn sends the whole history (the server's prefix cache makes that cheap)."""
+    turn sends the whole history (the server's prefix cache makes that cheap). Closed, busy,
+    cancel and idle are `SessionHandle`'s, shared with the local session."""
 
     def __init__(self, engine: RemoteLink, session_id: int) -> None:
+        super().__init__(session_id)
         self._engine = engine
-        self.id = session_id
-        self._lock = threading.Lock()
-        self._closed = False
-        self._busy = False
-        self._cancel: Optional[threading.Event] = None
         self._response: Any = None  # the openai stream being read, closed by cancel()
-        self._idle = threading.Event()
-        self._idle.set()
 
     @property
     def tokens(self) -> list[int]:
@@ -65,17 +61,6 @@ class RemoteSession:
     @property
     def state_nbytes(self) -> int:
         return 0
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
-    def wait_idle(self, timeout: Optional[float] = None) -> bool:
-        return self._idle.wait(timeout)
 
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
              continue_final: bool = False, tools: Optional[list[dict]] = None,
@@ -98,16 +83,7 @@ class RemoteSession:
         _check_remote(params, tools)
         if not messages:
             raise InvalidRequestError("the conversation is empty")
-        if self._busy and self._cancel is not None and self._cancel.is_set():
-            self._idle.wait(timeout=60)
-        with self._lock:
-            if self._closed:
-                raise SessionClosedError(f"session {self.id} is closed")
-            if self._busy:
-                raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
-            self._busy = True
-            self._idle.clear()
-            cancel = self._cancel = threading.Event()
+        cancel = self._begin()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         sent = [{k: v for k, v in m.items() if k != "reasoning"} for m in messages]
         threading.Thread(target=self._read, args=(sent, params, out, cancel),
@@ -185,8 +161,7 @@ class RemoteSession:
         return named
 
     def _end(self, out: queue.Queue, item) -> None:
-        self._busy = False
-        self._idle.set()
+        self._mark_idle()
         out.put(item)
 
     def cancel(self) -> None:
@@ -194,7 +169,7 @@ class RemoteSession:
         event = self._cancel
         if event is None or event.is_set():
             return
-        event.set()
+        super().cancel()
         response = self._response
         if response is not None:
             _close_quietly(response)  # the reader thread sees the closed stream and ends as cancelled
@@ -209,18 +184,10 @@ class RemoteSession:
         raise StateFileError("a remote engine cannot save a session's state; the history is resent instead")
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._mark_closed():
+            return
         self.cancel()
         self._engine._forget(self)
-
-    def __enter__(self) -> "RemoteSession":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<RemoteSession {self.id} busy={self._busy} closed={self._closed}>"
