@@ -2,7 +2,7 @@
 move between its versions, Continue / Edit / Regenerate / Copy) and its Markdown body, with
 in-place editing of the user's own messages.
 
-Split from `chat_view`, which arranges these in a scrolling column and decides when they re-render.
+Split from `view` (the chat view), which arranges these in a scrolling column and decides when they re-render.
 """
 
 from __future__ import annotations
