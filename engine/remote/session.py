@@ -169,7 +169,7 @@ class RemoteSession(SessionHandle):
         event = self._cancel
         if event is None or event.is_set():
             return
-        super().cancel()
+        event.set()
         response = self._response
         if response is not None:
             _close_quietly(response)  # the reader thread sees the closed stream and ends as cancelled
