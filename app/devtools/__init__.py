@@ -1,5 +1,6 @@
-"""Devtools: `python -m app --self-test`, the UI benchmark (`python -m app.devtools.bench_ui`) and
-the README screenshots (`python -m app.devtools.screenshots`).
+"""Devtools: `python -m app --self-test`, the UI benchmarks (`python -m app.devtools.bench_ui`,
+`python -m app.devtools.bench_attachments`) and the README screenshots (`python -m
+app.devtools.screenshots`, with `screenshots_versions`, `_attachments`, `_reasoning`).
 
 Each drives the real app on the GUI thread with an event loop of its own; not used by the app itself.
 """
