@@ -36,14 +36,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = EngineConfig(backend=args.backend, dtype=args.dtype)
     if args.self_test:
-        from app.self_test import run_self_test
+        from app.devtools.self_test import run_self_test
 
         return run_self_test(args.model or DEFAULT_MODEL, config)
 
     from PySide6.QtWidgets import QApplication
 
     from app.application import ConfabApp
-    from app.single_instance import SingleInstance, instance_key
+    from app.quick.single_instance import SingleInstance, instance_key
     from app.store import data_dir
 
     home = args.home if args.home is not None else data_dir()

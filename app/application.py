@@ -16,26 +16,26 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
-from app.connect_dialog import ConnectDialog
-from app.conversation_settings import ConversationSettingsDialog
-from app.macos import set_menubar_only
+from app.models.connect_dialog import ConnectDialog
+from app.settings.conversation_settings import ConversationSettingsDialog
+from app.quick.macos import set_menubar_only
 from app.file_dialogs import use_home
-from app.global_shortcut import GlobalShortcut
-from app.local_server import LocalServer
-from app.main_window import MainWindow
-from app.model_loader import ModelLoader, close_in_background
-from app.model_picker import ModelPickerDialog
-from app.preset_menu import PresetMenu
+from app.quick.global_shortcut import GlobalShortcut
+from app.models.local_server import LocalServer
+from app.window.main_window import MainWindow
+from app.models.loader import ModelLoader, close_in_background
+from app.models.picker import ModelPickerDialog
+from app.settings.preset_menu import PresetMenu
 from app.qt_messages import install_message_filter
-from app.quick_chat import QuickChat
-from app.quit_confirm import ask_quit
+from app.quick.quick_chat import QuickChat
+from app.window.quit_confirm import ask_quit
 from app.resources import app_icon
-from app.settings import AppSettings, load_settings, sampling_params, save_settings
-from app.settings_dialog import SettingsDialog
+from app.settings.app_settings import AppSettings, load_settings, sampling_params, save_settings
+from app.settings.dialog import SettingsDialog
 from app.store import Conversation, data_dir
-from app.theme import apply_theme
-from app.tray import Tray
-from app.window_memory import WindowMemory, load_window_memory, save_window_memory
+from app.settings.theme import apply_theme
+from app.quick.tray import Tray
+from app.window.memory import WindowMemory, load_window_memory, save_window_memory
 from engine import DEFAULT_MODEL, AnyEngine, EngineConfig, remote_source
 from engine.remote import parse_remote_source
 
@@ -134,7 +134,7 @@ class ConfabApp(QObject):
             self.load(dialog.chosen_source())
 
     def get_models(self) -> None:
-        from app.get_models_dialog import GetModelsDialog
+        from app.models.get_models_dialog import GetModelsDialog
 
         dialog = GetModelsDialog(self.window, max_context=self.config.max_context)
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.downloaded_source:

@@ -18,7 +18,7 @@ from typing import Optional
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from app.settings import settings_path
+from app.settings.app_settings import settings_path
 from app.store import data_dir
 
 LAST_FOLDER_KEY = "file_dialogs/last_folder"

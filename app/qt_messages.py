@@ -2,7 +2,7 @@
 
     install_message_filter()    # once per process; idempotent
 
-Offscreen (tests, `--self-test`, `app.bench_ui`) Qt says "This plugin does not support
+Offscreen (tests, `--self-test`, `app.devtools.bench_ui`) Qt says "This plugin does not support
 propagateSizeHints()" each time a window's size hints change, ~90 lines a run, which buries real
 warnings. This drops exactly that message and passes every other one on unchanged (to the handler
 installed before, or formatted and printed as Qt's default handler would).

@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py setup
-xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots docs
-xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_versions docs
-xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_reasoning docs
-xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.screenshots_attachments docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.devtools.screenshots docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.devtools.screenshots_versions docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.devtools.screenshots_reasoning docs
+xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m app.devtools.screenshots_attachments docs
 # Model ▸ Get models… mid-download, against the tests' fake Hub (no network).
 exec xvfb-run -a -s "-screen 0 1280x800x24" .venv/bin/python -m tests.hub.screenshot_get_models docs

@@ -41,7 +41,9 @@ def decode_contended(engine, tokens: int, measure_decode) -> float:
 
 def decode_two_procs(model: str, backend: str, dtype: str, tokens: int) -> float:
     """Slower decode tok/s of two engine processes decoding at the same moment."""
-    code = f"from engine.bench_contended import child; child({model!r}, {backend!r}, {dtype!r}, {tokens})"
+    # The child's own script joins the two modules: engine.bench imports this one, not the reverse.
+    code = ("from engine.bench_measure import measure_decode; from engine.bench_contended import child; "
+            f"child({model!r}, {backend!r}, {dtype!r}, {tokens}, measure_decode)")
     env = dict(os.environ)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True, env=env) for _ in range(2)]
@@ -60,10 +62,9 @@ def decode_two_procs(model: str, backend: str, dtype: str, tokens: int) -> float
     return min(rates)
 
 
-def child(model: str, backend: str, dtype: str, tokens: int) -> None:
+def child(model: str, backend: str, dtype: str, tokens: int, measure_decode) -> None:
     """One of the two decoding processes: load, warm up, say ready, decode on "go", print the rate."""
     from . import Engine, EngineConfig
-    from .bench import measure_decode
 
     with Engine.load(model, EngineConfig(backend=backend, dtype=dtype)) as engine:
         measure_decode(engine, 8)

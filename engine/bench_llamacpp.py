@@ -88,7 +88,7 @@ def memory_figures(engine: Engine, say) -> dict:
 def llamacpp_figures(model: str, counts: list[int], tokens: int, say, contended: bool,
                      prefill_tokens: int) -> dict:
     """Every figure for the llama.cpp backend, baselines included."""
-    from .bench import BUSY, measure_concurrent, measure_decode, measure_prefill, measure_ttft, _prompt
+    from .bench_measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_prefill, measure_ttft
     from .bench_contended import decode_contended, decode_two_procs
 
     started = time.perf_counter()

@@ -237,7 +237,7 @@ class Engine:
         session = Session(self, next(self._ids))
         path = Path(restore_from) if restore_from is not None else None
         self._call(lambda w: w.open_session(session, path))
-        session._watch(self._runner)
+        session._watch(self._runner.post_quietly)
         return session
 
     def close(self, wait: bool = True) -> None:

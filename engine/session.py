@@ -12,9 +12,8 @@ import queue
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol, Sequence
 
 from .errors import (
     ContextOverflowError,
@@ -24,22 +23,33 @@ from .errors import (
     SessionClosedError,
     SessionPoisonedError,
 )
-from .types import Chunk, Reply, SamplingParams
+from .handle import Failed, SessionHandle
+from .types import Chunk, EngineConfig, Reply, SamplingParams
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .runner import Runner
+    from .text import TextCodec
 
 # How often a reader waiting for a chunk checks that the engine thread is still alive (a backstop:
 # the thread delivers an end or an error to every stream before it stops).
 _LIVENESS_POLL_S = 1.0
 
 
-@dataclass
-class Failed:
-    """Put on a stream's queue instead of a chunk when the request failed."""
+class EngineLink(Protocol):
+    """What a Session needs of its `Engine` (which makes sessions, so this module cannot import it)."""
 
-    error: BaseException
+    config: EngineConfig
+    _codec: "TextCodec"
+    _vocab_size: int
+
+    @property
+    def _running(self) -> bool: ...
+
+    @property
+    def _thread(self) -> threading.Thread: ...
+
+    def _post(self, fn: Callable): ...
+
+    def _call(self, fn: Callable): ...
 
 
 class Stream:
@@ -113,30 +123,26 @@ class Stream:
         self.close()
 
 
-class Session:
-    """One conversation's isolated state on a loaded model. Safe to call from any thread."""
+class Session(SessionHandle):
+    """One conversation's isolated state on a loaded model. Safe to call from any thread.
 
-    def __init__(self, engine: "Engine", session_id: int) -> None:
+    Closed, busy, cancel and idle are `SessionHandle`'s, shared with the remote session."""
+
+    def __init__(self, engine: EngineLink, session_id: int) -> None:
+        super().__init__(session_id)
         self._engine = engine
-        self.id = session_id
-        self._lock = threading.Lock()
-        self._closed = False
-        self._busy = False
         self._poisoned: Optional[str] = None
-        self._job_cancel: Optional[threading.Event] = None
-        self._idle = threading.Event()
-        self._idle.set()
         # Written only by the engine thread, read anywhere (whole-object replacement is atomic).
         self._tokens: tuple[int, ...] = ()
         self._state_nbytes = 0
         self._chat_key: tuple[str, tuple[int, ...]] = ("", ())
         self._finalizer: Optional[weakref.finalize] = None
 
-    def _watch(self, runner: "Runner") -> None:
+    def _watch(self, post_quietly: Callable[[Callable], None]) -> None:
         """Once open: a handle dropped without close() frees its slot. The finalizer only posts a
-        request (it may run on any thread, inside the garbage collector) and holds no reference to
-        this handle."""
-        self._finalizer = weakref.finalize(self, runner.post_quietly, functools.partial(_close_slot, self.id))
+        request with `post_quietly` (the runner's: it may run on any thread, inside the garbage
+        collector) and holds no reference to this handle."""
+        self._finalizer = weakref.finalize(self, post_quietly, functools.partial(_close_slot, self.id))
         self._finalizer.atexit = False
 
     # -- what callers read -------------------------------------------------------------------------
@@ -152,18 +158,6 @@ class Session:
     def state_nbytes(self) -> int:
         """Bytes its state holds now (0 before first use and after reset)."""
         return self._state_nbytes
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
-    def wait_idle(self, timeout: Optional[float] = None) -> bool:
-        """Block until no reply is running (e.g. after cancel()); False if `timeout` passed first."""
-        return self._idle.wait(timeout)
 
     # -- generation --------------------------------------------------------------------------------
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
@@ -223,17 +217,7 @@ class Session:
                 f"the prompt has {len(prompt)} tokens; max_context is {limit} (room is needed for the reply)"
             )
         guide = self._engine._guides.start(params.constraint) if params.constraint is not None else None
-        cancelling = self._job_cancel
-        if self._busy and cancelling is not None and cancelling.is_set():
-            # The previous reply was cancelled (or its stream dropped): it ends at the next token.
-            self._idle.wait(timeout=60)
-        with self._lock:
-            self._check_usable()
-            if self._busy:
-                raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
-            self._busy = True
-            self._idle.clear()
-            cancel = self._job_cancel = threading.Event()
+        cancel = self._begin()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
@@ -242,12 +226,7 @@ class Session:
         except BaseException:
             self._mark_idle()
             raise
-        return Stream(out, cancel, self._engine._runner.thread.is_alive)
-
-    def _mark_idle(self) -> None:
-        """Called by the engine thread when a reply ends (before its last chunk is delivered)."""
-        self._busy = False
-        self._idle.set()
+        return Stream(out, cancel, self._engine._thread.is_alive)
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -256,12 +235,6 @@ class Session:
             raise SessionPoisonedError(f"session {self.id} failed earlier ({self._poisoned}); call reset()")
 
     # -- control -----------------------------------------------------------------------------------
-    def cancel(self) -> None:
-        """Stop the running reply at the next token boundary (finish reason "cancelled")."""
-        event = self._job_cancel
-        if event is not None:
-            event.set()
-
     def reset(self) -> None:
         """Cancel any reply, free the state and clear a poisoned session."""
         if self._closed:
@@ -279,10 +252,8 @@ class Session:
 
     def close(self) -> None:
         """Cancel any reply, then free the state on the engine thread. Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._mark_closed():
+            return
         if self._finalizer is not None:
             self._finalizer.detach()
         self.cancel()
@@ -292,12 +263,6 @@ class Session:
             if self._engine._running:
                 raise
             # the engine is closed or failed: every state went with it
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Session {self.id} tokens={len(self._tokens)} busy={self._busy} closed={self._closed}>"

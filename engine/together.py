@@ -17,17 +17,17 @@ from .errors import CapacityError
 from .sampling import steps_alone
 
 if TYPE_CHECKING:
-    from .worker import Job, Slot, Worker
+    from .steps import Job, RoundOwner, Slot
 
 log = logging.getLogger(__name__)
 
 
-def turn_tokens(worker: "Worker", job: "Job") -> int:
+def turn_tokens(worker: "RoundOwner", job: "Job") -> int:
     """Tokens a turn may hold at most: its prompt and every token it may generate, within max_context."""
     return min(len(job.prompt) + job.params.max_tokens, worker.config.max_context)
 
 
-def admit_turn(worker: "Worker", slot: "Slot", job: "Job") -> None:
+def admit_turn(worker: "RoundOwner", slot: "Slot", job: "Job") -> None:
     """CapacityError, with the numbers, when this turn could overflow the pool that all sessions share.
 
     Every other session counts what it holds, or what its running turn may reach: a turn admitted
@@ -51,7 +51,7 @@ def admit_turn(worker: "Worker", slot: "Slot", job: "Job") -> None:
 class Together:
     """Steps a worker's round in one backend call."""
 
-    def __init__(self, worker: "Worker") -> None:
+    def __init__(self, worker: "RoundOwner") -> None:
         self.worker = worker
         self.calls = 0
         """Backend calls made (tests and the bench read it)."""

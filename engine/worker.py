@@ -7,12 +7,9 @@ it through `Engine._post` / `Engine._call`, which queue a function to run here b
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
@@ -20,7 +17,8 @@ from .batch import Batch
 from .logprobs import token_logprob
 from .sampling import make_sampler, steps_alone
 from .scheduler import RoundRobin
-from .session import Failed
+from .handle import Failed
+from .steps import Job, Slot
 from .together import Together, admit_turn
 from .types import Chunk, GenerationStats, SamplingParams
 
@@ -28,52 +26,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Slot:
-    """Engine-thread side of a session: its state and the tokens fed into it."""
-
-    state: Any = None
-    fed: list[int] = field(default_factory=list)
-    job: Optional["Job"] = None
-
-
-@dataclass
-class Job:
-    """One reply being generated."""
-
-    session: "Session"
-    prompt: list[int]
-    params: SamplingParams
-    out: queue.Queue
-    cancel: threading.Event
-    chat_text: Optional[str]
-    pending: list[int] = field(default_factory=list)
-    generated: list[int] = field(default_factory=list)
-    prefilled: int = 0
-    started: float = field(default_factory=time.perf_counter)
-    first_token_at: Optional[float] = None
-    ended: bool = False
-    sampler: Callable = None
-    decoder: Any = None
-    guide: Any = None
-    """The constraint's grammar state (engine.constraint.Guide), or None for free text."""
-    logprobs: tuple = ()
-    """Log probabilities of the token not yet delivered in a chunk."""
-    constraint_s: float = 0.0
-    splitter: Any = None
-    """Splits decoded text into reasoning and answer (engine/reasoning.py); None: all answer."""
-
-    def chunk(self, text: str, token_ids: tuple, *end: Any, final: bool = False, logprobs: tuple = ()) -> Chunk:
-        """A chunk of `text` with its reasoning apart; `final` also takes what the splitter held."""
-        if self.splitter is None:
-            return Chunk(text, token_ids, *end, logprobs=logprobs)
-        reasoning, answer = self.splitter.feed(text)
-        if final:
-            more_reasoning, more_answer = self.splitter.flush()
-            reasoning, answer = reasoning + more_reasoning, answer + more_answer
-        return Chunk(answer, token_ids, *end, logprobs=logprobs, reasoning=reasoning)
 
 
 class Worker:

@@ -48,7 +48,7 @@ EXCLUDES = (
     "llama_cpp.server",  # llama-cpp-python's own OpenAI server; Confab has its own (engine/server)
 )
 PDF_PACKAGES = ("pypdfium2", "pypdfium2_raw")
-"""PDF text (app/attachment_reader). pypdfium2_raw loads PDFium's library (libpdfium.so, .dylib or
+"""PDF text (app/chat/attachment_reader). pypdfium2_raw loads PDFium's library (libpdfium.so, .dylib or
 pdfium.dll) with ctypes from its own folder, and both read a version.json beside their modules at
 import: PyInstaller's import analysis sees none of these files, so the spec collects them."""
 PDF_LIBRARY_PACKAGE = "pypdfium2_raw"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
 
 from app.conversations import ConversationManager
-from app.settings import with_overrides
+from app.settings.app_settings import with_overrides
 from app.store import Attachment, Message, OpenResult, Store, open_store
 from engine import Chunk, Engine, GenerationStats, SamplingParams, Session
 

@@ -3,7 +3,7 @@
 A database's schema version is how many of these migrations it has applied (they apply in order,
 each once, in its own transaction, recorded in `_sqlite_migrations`). A shipped migration is never
 edited, renamed or reordered: change the schema by adding one at the end, and freeze a database of
-the version before it with `tests/app/make_old_databases.py` so the migration test covers it
+the version before it with `tests/app/store/make_old_databases.py` so the migration test covers it
 (GPT4All once shipped a format change that made old chats unloadable: LESSONS.md).
 """
 

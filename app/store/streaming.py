@@ -17,13 +17,24 @@ also re-indexes the row for search (FTS triggers): well under a millisecond at 4
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from .errors import ReplyClosedError
 from .records import FINAL_STATUSES, Message, ReplyStats, check_choice, check_text, token_ids_json
 
-if TYPE_CHECKING:
-    from .store import Store
+
+class ReplyStore(Protocol):
+    """What a writer needs of its `Store` (which makes writers, so this module cannot import it)."""
+
+    db: Any
+    clock: Callable[[], float]
+
+    def append_message(self, conversation_id: int, role: str, content: str, **fields: Any) -> Message: ...
+
+    def get_message(self, message_id: int) -> Message: ...
+
+    def messages(self, conversation_id: int) -> list[Message]: ...
+
 
 FLUSH_INTERVAL_S = 0.25
 """Longest time appended text of a steady stream stays only in memory."""
@@ -39,7 +50,7 @@ class ReplyWriter:
         reply.finish("complete", token_ids=ids, stats=ReplyStats(ttft_s=0.2, tok_s=41.0))
     """
 
-    def __init__(self, store: "Store", message_id: int, *, flush_interval: float = FLUSH_INTERVAL_S,
+    def __init__(self, store: ReplyStore, message_id: int, *, flush_interval: float = FLUSH_INTERVAL_S,
                  monotonic: Callable[[], float] = time.monotonic):
         self._store = store
         self.message_id = message_id
@@ -58,7 +69,7 @@ class ReplyWriter:
         self.finished = False
 
     @classmethod
-    def start(cls, store: "Store", conversation_id: int, *, parent_id: Any, model: Optional[str] = None,
+    def start(cls, store: ReplyStore, conversation_id: int, *, parent_id: Any, model: Optional[str] = None,
               **options: Any) -> "ReplyWriter":
         """Create the assistant row (status `streaming`, empty text) and a writer for it."""
         message = store.append_message(conversation_id, "assistant", "", status="streaming",
@@ -66,7 +77,7 @@ class ReplyWriter:
         return cls(store, message.id, **options)
 
     @classmethod
-    def resume(cls, store: "Store", message_id: int, **options: Any) -> "ReplyWriter":
+    def resume(cls, store: ReplyStore, message_id: int, **options: Any) -> "ReplyWriter":
         """Reopen a finished assistant reply that ends its branch (status back to `streaming`,
         text kept) and return a writer that appends to it."""
         message = store.get_message(message_id)

@@ -13,39 +13,45 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 import httpx
 import openai
 
 from ..reasoning import ThinkSplitter
-from ..errors import InvalidRequestError, SessionBusyError, SessionClosedError, StateFileError
-from ..session import Failed, Stream
+from ..errors import InvalidRequestError, SessionClosedError, StateFileError
+from ..handle import Failed, SessionHandle
+from ..session import Stream
 from ..types import Chunk, GenerationStats, SamplingParams
 from .errors import ConnectionLostError, ReplyCutError, explain, host_of
-
-if TYPE_CHECKING:
-    from .engine import RemoteEngine
 
 log = logging.getLogger(__name__)
 _FINISH = {"stop": "stop", "length": "length"}  # anything else the server says (tool_calls, ...) is "stop"
 _CUT = {"abort", "error", "cancelled", "interrupted"}  # reasons servers give for a reply they cut short
 
 
-class RemoteSession:
-    """A conversation on a remote server. The server holds no state for it between replies: each
-    turn sends the whole history (the server's prefix cache makes that cheap)."""
+class RemoteLink(Protocol):
+    """What a RemoteSession needs of its `RemoteEngine` (which makes sessions, so this module cannot
+    import it)."""
 
-    def __init__(self, engine: "RemoteEngine", session_id: int) -> None:
+    base_url: str
+    client: openai.OpenAI
+
+    @property
+    def model_name(self) -> str: ...
+
+    def _forget(self, session: "RemoteSession") -> None: ...
+
+
+class RemoteSession(SessionHandle):
+    """A conversation on a remote server. The server holds no state for it between replies: each
+    turn sends the whole history (the server's prefix cache makes that cheap). Closed, busy,
+    cancel and idle are `SessionHandle`'s, shared with the local session."""
+
+    def __init__(self, engine: RemoteLink, session_id: int) -> None:
+        super().__init__(session_id)
         self._engine = engine
-        self.id = session_id
-        self._lock = threading.Lock()
-        self._closed = False
-        self._busy = False
-        self._cancel: Optional[threading.Event] = None
         self._response: Any = None  # the openai stream being read, closed by cancel()
-        self._idle = threading.Event()
-        self._idle.set()
 
     @property
     def tokens(self) -> list[int]:
@@ -55,17 +61,6 @@ class RemoteSession:
     @property
     def state_nbytes(self) -> int:
         return 0
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
-    def wait_idle(self, timeout: Optional[float] = None) -> bool:
-        return self._idle.wait(timeout)
 
     def chat(self, messages: list[dict], params: Optional[SamplingParams] = None, *,
              continue_final: bool = False, tools: Optional[list[dict]] = None,
@@ -88,16 +83,7 @@ class RemoteSession:
         _check_remote(params, tools)
         if not messages:
             raise InvalidRequestError("the conversation is empty")
-        if self._busy and self._cancel is not None and self._cancel.is_set():
-            self._idle.wait(timeout=60)
-        with self._lock:
-            if self._closed:
-                raise SessionClosedError(f"session {self.id} is closed")
-            if self._busy:
-                raise SessionBusyError(f"session {self.id} is already generating; cancel it or wait")
-            self._busy = True
-            self._idle.clear()
-            cancel = self._cancel = threading.Event()
+        cancel = self._begin()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         sent = [{k: v for k, v in m.items() if k != "reasoning"} for m in messages]
         threading.Thread(target=self._read, args=(sent, params, out, cancel),
@@ -175,8 +161,7 @@ class RemoteSession:
         return named
 
     def _end(self, out: queue.Queue, item) -> None:
-        self._busy = False
-        self._idle.set()
+        self._mark_idle()
         out.put(item)
 
     def cancel(self) -> None:
@@ -199,18 +184,10 @@ class RemoteSession:
         raise StateFileError("a remote engine cannot save a session's state; the history is resent instead")
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._mark_closed():
+            return
         self.cancel()
         self._engine._forget(self)
-
-    def __enter__(self) -> "RemoteSession":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<RemoteSession {self.id} busy={self._busy} closed={self._closed}>"

@@ -41,7 +41,7 @@ def bridge(qapp, gui_engine, tmp_path, monkeypatch) -> Bridge:
 @pytest.fixture
 def window(qtbot, bridge):
     """The main window, ready to send."""
-    from app.main_window import MainWindow
+    from app.window.main_window import MainWindow
 
     w = MainWindow(bridge)
     qtbot.addWidget(w)

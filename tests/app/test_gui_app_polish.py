@@ -8,8 +8,8 @@ from dataclasses import replace
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog
 
-from app.conversation_settings import ConversationSettingsDialog
-from app.quick_chat import TITLE
+from app.settings.conversation_settings import ConversationSettingsDialog
+from app.quick.quick_chat import TITLE
 from tests.app.gui_fixtures import LONG
 from tests.app.test_gui_app import TIMEOUT, start_app  # noqa: F401 (fixture)
 
@@ -87,7 +87,7 @@ def test_the_global_shortcut_opens_the_quick_chat_and_settings_say_why_it_cannot
 
 def test_a_preset_starts_a_new_conversation_from_the_file_menu(qtbot, start_app, monkeypatch):  # noqa: F811
     from app import file_dialogs
-    from app.presets import Preset, save_preset
+    from app.settings.presets import Preset, save_preset
 
     monkeypatch.setattr(file_dialogs, "_home", None)
     confab = start_app()

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
         os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp(prefix="confab-shot-hub-")
         from PySide6.QtWidgets import QApplication
 
-        from app.get_models_dialog import GetModelsDialog
+        from app.models.get_models_dialog import GetModelsDialog
 
         qapp = QApplication(sys.argv[:1])
         dialog = GetModelsDialog(max_context=4096)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.model_discovery import find_models
-from app.model_files import delete_downloaded
-from app.model_picker import ModelPickerDialog
+from app.models.discovery import find_models
+from app.models.files import delete_downloaded
+from app.models.picker import ModelPickerDialog
 from engine.models.hub_download import Download, repo_folder
 from tests.hub.conftest import GGUF_BYTES
 

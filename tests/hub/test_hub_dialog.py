@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.get_models_dialog import GetModelsDialog
-from app.model_discovery import find_models
+from app.models.get_models_dialog import GetModelsDialog
+from app.models.discovery import find_models
 from engine.models.hub_download import repo_folder
 
 LLAMA = "test-org/tiny-llama"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.model_discovery import find_models
+from app.models.discovery import find_models
 from engine.errors import (AccessDeniedError, ChecksumError, DiskFullError, DownloadStopped, NetworkError,
                            NoWeightsError)
 from engine.models import hub_download

@@ -9,7 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from app.connect_dialog import ConnectDialog  # noqa: E402
+from app.models.connect_dialog import ConnectDialog  # noqa: E402
 from engine import Engine, EngineConfig  # noqa: E402
 from engine.server import BackgroundServer, EngineHost, ServerSettings  # noqa: E402
 from tests.remote.serving import free_port  # noqa: E402

@@ -95,12 +95,12 @@ def test_connect_reply_restart_and_reconnect(qtbot, start_app, bundled_server, m
 
 def test_a_remembered_server_that_is_gone_says_so_and_the_local_model_takes_over(qtbot, start_app, tmp_path,
                                                                                  monkeypatch):
-    from app.settings import AppSettings, save_settings
+    from app.settings.app_settings import AppSettings, save_settings
 
     gone = f"http://127.0.0.1:{free_port()}/v1"
     save_settings(tmp_path / "home", AppSettings(last_model=remote_source(gone, "big-model")))
     shown: list[tuple[str, str]] = []
-    monkeypatch.setattr("app.main_window.MainWindow.show_load_error",
+    monkeypatch.setattr("app.window.main_window.MainWindow.show_load_error",
                         lambda self, title, message: shown.append((title, message)))
     confab = start_app()
     assert confab.source == DEFAULT_MODEL and not isinstance(confab.engine, RemoteEngine)

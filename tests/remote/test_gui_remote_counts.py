@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from app.context_meter import estimate_tokens
+from app.chat.context_meter import estimate_tokens
 from engine import DEFAULT_MODEL, RemoteEngine
 from tests.remote.test_gui_remote_app import TIMEOUT, _accept_connect, start_app  # noqa: F401 (fixture)
 

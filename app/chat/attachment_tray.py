@@ -1,0 +1,279 @@
+"""The files waiting to be sent with the next message: a row of chips above the composer.
+
+    tray = AttachmentTray()
+    tray.room = lambda: tokens_left_in_context      # None: unknown (no model), every file fits
+    tray.context = lambda: model_context_tokens     # None: unknown
+    tray.count_tokens = engine.count_tokens         # None (a remote engine): estimates, shown "~"
+    tray.add_paths([Path("notes.md")])              # read in the background, with progress
+    attachments = tray.take()                       # on send: the ready files, and the row empties
+
+Files are read on the tray's own two reading threads (`attachment_reader.read_file`), never on the
+GUI thread, so a 200 MB file leaves the window answering, and fifty files dropped at once do not
+start fifty threads; progress and results come back through a `GuiRoute`.
+A read can be cancelled from its chip. A file whose text would not fit in what is left of the
+model's context is not attached as it is: its chip says so and offers to attach the part that fits.
+Tokens are counted by the engine on the reading threads too (`attachment_count`), as is the search
+for the part that fits; a model that cannot count (remote) gets the estimate.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QWidget
+
+from app.chat.attachment_chip import AttachmentChip
+from app.chat.attachment_count import Counter, TokenCount, count_read, count_text, estimated, fit_part
+from app.chat.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
+from app.bridge import GuiRoute
+from app.store import Attachment
+
+READERS = 2
+"""Files read at once (more only compete for the same disk and CPU)."""
+PROGRESS_STEP = 0.01
+"""Smallest change of a read's progress worth a repaint (at most 100 posts per file)."""
+
+
+@dataclass
+class _Draft:
+    """One file in the tray (GUI thread), and the cancel flag its reading thread checks."""
+
+    path: Path
+    chip: AttachmentChip
+    cancel: threading.Event = field(default_factory=threading.Event)
+    count: Optional[Counter] = None
+    """The model's token counter when the file was added (None: estimate)."""
+    read: Optional[FileRead] = None
+    counted: TokenCount = TokenCount(0, False)
+    """Tokens of the whole file once read; of `attachment` once it is ready."""
+    attachment: Optional[Attachment] = None
+    """Set once it is ready to send (all of it, or the part that fits)."""
+    shown_progress: float = -1.0
+
+
+class AttachmentTray(QScrollArea):
+    """The chips of the files to send, in a row that scrolls sideways when they do not fit; hidden
+    while there are none. `changed` fires whenever the files to send, or their token count,
+    change (the context meter follows it)."""
+
+    changed = Signal()
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Attached files")
+        self.room: Callable[[], Optional[int]] = lambda: None
+        """Tokens the attached files may take in all (None: unknown, so any file fits)."""
+        self.context: Callable[[], Optional[int]] = lambda: None
+        """The model's context in tokens (None: unknown): files are counted exactly up to it."""
+        self.count_tokens: Optional[Counter] = None
+        """The engine's exact token count (`Engine.count_tokens`); None: estimate (remote engine)."""
+        self.keep_bytes = False
+        """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
+        self.route = GuiRoute(self)
+        self.drafts: list[_Draft] = []
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidgetResizable(True)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        row = QWidget()
+        self.setWidget(row)
+        self._box = QHBoxLayout(row)
+        self._box.setContentsMargins(0, 0, 0, 2)
+        self._box.setSpacing(6)
+        self._box.addStretch(1)
+        drafts, readers = self.drafts, self._readers  # the tray going away (window closed) stops every read
+        self.destroyed.connect(lambda *_: ([d.cancel.set() for d in drafts],
+                                           readers.shutdown(wait=False, cancel_futures=True)))
+        self.hide()
+
+    def set_counter(self, count: Optional[Counter]) -> None:
+        """A model was loaded: count with its tokenizer from now on (None: estimate), and count the
+        files already ready again, since another model's tokens differ."""
+        self.count_tokens = count
+        for draft in self.drafts:
+            draft.count = count
+            if draft.attachment is None:
+                continue
+            if count is None:
+                self._make_ready(draft, draft.attachment, estimated(len(draft.attachment.text)))
+            else:
+                self._readers.submit(self._recount, draft, draft.attachment)
+
+    # -- adding ------------------------------------------------------------------------------------
+    def add_paths(self, paths: list[Path]) -> None:
+        """Read each file in the background; its chip shows the progress, then the result."""
+        for path in paths:
+            draft = _Draft(Path(path), AttachmentChip(Path(path).name), count=self.count_tokens)
+            draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
+            draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
+            self.drafts.append(draft)
+            self._box.insertWidget(self._box.count() - 1, draft.chip)
+            self._readers.submit(self._read, draft, self.keep_bytes, self.context())
+        self._update()
+
+    def restore(self, attachments: tuple[Attachment, ...]) -> None:
+        """Put back files that were taken for a message that was not sent."""
+        for a in attachments:
+            draft = _Draft(Path(a.name), AttachmentChip(a.name), count=self.count_tokens, attachment=a,
+                           counted=estimated(len(a.text)))
+            draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
+            draft.chip.show_ready(a.media_type, draft.counted, a.size, a.truncated)
+            self.drafts.append(draft)
+            self._box.insertWidget(self._box.count() - 1, draft.chip)
+            if draft.count is not None:  # the estimate until the model has counted it again
+                self._readers.submit(self._recount, draft, a)
+        self._update()
+
+    # -- reading and counting (the reading threads) -------------------------------------------------
+    def _post(self, draft: _Draft, fn: Callable, *args: object) -> None:
+        try:
+            self.route.post(fn, *args)
+        except RuntimeError:  # the tray (and its route) were deleted: nobody is waiting
+            draft.cancel.set()
+
+    def _read(self, draft: _Draft, keep_bytes: bool, context: Optional[int]) -> None:
+        if draft.cancel.is_set():  # removed while it waited for a reader
+            return
+        try:
+            read = read_file(draft.path, keep_bytes=keep_bytes, cancelled=draft.cancel.is_set,
+                             progress=lambda f: self._post(draft, self._progress, draft, f))
+        except ReadCancelled:
+            return
+        except UnreadableFileError as e:
+            self._post(draft, self._refused, draft, str(e))
+        except Exception as e:  # a library's own error on a malformed file: still a reason to show
+            self._post(draft, self._refused, draft,
+                       f"{draft.path.name} could not be read ({type(e).__name__}: {e}).")
+        else:
+            try:
+                counted = count_read(read, draft.count, context)
+            except Exception:  # the engine could not count (it failed): the file is still good
+                counted = estimated(read.chars)
+            self._post(draft, self._read_done, draft, read, counted)
+
+    def _fit(self, draft: _Draft, read: FileRead, room: int) -> None:
+        if draft.cancel.is_set():
+            return
+        try:
+            attachment, counted = fit_part(read, room, draft.count)
+        except Exception:  # the engine could not count (it failed): cut at the estimate instead
+            attachment, counted = fit_part(read, room, None)
+        self._post(draft, self._fit_done, draft, attachment, counted)
+
+    def _recount(self, draft: _Draft, attachment: Attachment) -> None:
+        if draft.cancel.is_set() or draft.count is None:
+            return
+        try:
+            counted = count_text(attachment.text, draft.count)
+        except Exception:  # keep the estimate already shown
+            return
+        self._post(draft, self._make_ready, draft, attachment, counted)
+
+    # -- results (GUI thread) ----------------------------------------------------------------------
+    def _progress(self, draft: _Draft, fraction: float) -> None:
+        if draft.read is None and draft in self.drafts and fraction - draft.shown_progress >= PROGRESS_STEP:
+            draft.shown_progress = fraction
+            draft.chip.show_reading(fraction)
+
+    def _refused(self, draft: _Draft, reason: str) -> None:
+        if draft in self.drafts:
+            draft.chip.show_refused(reason)
+            self._update()
+
+    def _read_done(self, draft: _Draft, read: FileRead, counted: TokenCount) -> None:
+        if draft not in self.drafts:
+            return
+        draft.read, draft.counted = read, counted
+        room = self.room_for(draft)
+        if room is None or counted.tokens <= room:
+            attachment = read.attachment()
+            self._make_ready(draft, attachment, counted if not attachment.truncated
+                             else estimated(len(attachment.text)))
+        else:
+            draft.chip.show_too_big(counted, room)
+            self._update()
+
+    def _attach_part(self, draft: _Draft) -> None:
+        """"Attach the first part": found on a reading thread when the model counts (exact counts
+        of a few prefixes), at once from the estimate otherwise."""
+        room = self.room_for(draft)
+        if draft.read is None or room is None or room <= 0:
+            return
+        if draft.count is None:
+            self._fit_done(draft, *fit_part(draft.read, room, None))
+        else:
+            draft.chip.show_fitting()
+            self._readers.submit(self._fit, draft, draft.read, room)
+
+    def _fit_done(self, draft: _Draft, attachment: Attachment, counted: TokenCount) -> None:
+        if draft not in self.drafts:
+            return
+        if attachment.text:
+            self._make_ready(draft, attachment, counted)
+        else:  # not even a first line fits
+            draft.chip.show_too_big(draft.counted, 0)
+            self._update()
+
+    def _make_ready(self, draft: _Draft, attachment: Attachment, counted: TokenCount) -> None:
+        if draft not in self.drafts:
+            return
+        draft.attachment, draft.counted = attachment, counted
+        draft.chip.show_ready(attachment.media_type, counted, attachment.size, attachment.truncated)
+        self._update()
+
+    def room_for(self, draft: _Draft) -> Optional[int]:
+        """Tokens `draft` may take: what is left of the context less the other ready files."""
+        room = self.room()
+        if room is None:
+            return None
+        others = sum(d.counted.tokens for d in self.drafts if d is not draft and d.attachment is not None)
+        return max(0, room - others)
+
+    # -- taking ------------------------------------------------------------------------------------
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The files ready to send, in the order they were added."""
+        return tuple(d.attachment for d in self.drafts if d.attachment is not None)
+
+    def tokens(self) -> int:
+        """Tokens of the files ready to send (the model's count, or estimated; see `exact`)."""
+        return sum(d.counted.tokens for d in self.drafts if d.attachment is not None)
+
+    def exact(self) -> bool:
+        """Every ready file's tokens are the model's own count."""
+        return all(d.counted.exact for d in self.drafts if d.attachment is not None)
+
+    def reading(self) -> bool:
+        """A file is still being read."""
+        return any(d.chip.state == "reading" for d in self.drafts)
+
+    def take(self) -> tuple[Attachment, ...]:
+        """The files ready to send; every chip but those still reading goes."""
+        ready = self.attachments()
+        for draft in [d for d in self.drafts if d.chip.state != "reading"]:
+            self.remove(draft)
+        return ready
+
+    def remove(self, draft: _Draft) -> None:
+        """Remove a file (cancelling its read when it is still being read)."""
+        draft.cancel.set()
+        if draft in self.drafts:
+            self.drafts.remove(draft)
+            self._box.removeWidget(draft.chip)
+            draft.chip.deleteLater()
+            self._update()
+
+    def clear(self) -> None:
+        for draft in list(self.drafts):
+            self.remove(draft)
+
+    def _update(self) -> None:
+        self.setVisible(bool(self.drafts))
+        chip = self.drafts[0].chip.sizeHint().height() if self.drafts else 0
+        room_for_bar = self.horizontalScrollBar().sizeHint().height()
+        self.setFixedHeight(chip + 4 + room_for_bar)  # room for the sideways bar when many chips
+        self.changed.emit()

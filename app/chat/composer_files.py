@@ -1,0 +1,58 @@
+"""Attaching files to the next message of a chat panel: the 📎 button, the row of chips above the
+composer, files pasted or dropped on it, and their tokens in the context meter.
+
+    files = ComposerFiles(composer, meter, parent=panel)
+    layout.addWidget(files.tray); buttons.addWidget(files.button)
+    attachments = files.tray.take()            # when the message is sent
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QPushButton, QWidget
+
+from app.chat.attachment_tray import AttachmentTray
+from app.chat.composer import Composer
+from app.chat.context_meter import ContextMeter
+from app.file_dialogs import open_files
+
+FILE_FILTER = ("Text, code and documents (*.txt *.md *.markdown *.csv *.tsv *.json *.jsonl *.pdf *.log *.py "
+               "*.js *.ts *.html *.css *.c *.h *.cpp *.rs *.go *.java *.sh *.yaml *.yml *.toml *.xml *.sql);;"
+               "All files (*)")
+REPLY_ROOM = 512
+"""Tokens kept free for the reply when deciding whether a file fits (at most a quarter of the context)."""
+
+
+class ComposerFiles(QObject):
+    """The files part of a composer; see the module docstring."""
+
+    def __init__(self, composer: Composer, meter: ContextMeter, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.composer = composer
+        self.meter = meter
+        self.tray = AttachmentTray()
+        self.tray.room = self.room
+        self.tray.context = lambda: self.meter.limit or None
+        self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens(), self.tray.exact()))
+        self.button = QPushButton(text="📎 Attach…", accessibleName="Attach files",
+                                  toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
+                                          "(or drop or paste them here)")
+        self.button.clicked.connect(self.pick)
+        composer.files_given.connect(self.tray.add_paths)
+        composer.has_files = lambda: bool(self.tray.attachments())
+
+    def room(self) -> Optional[int]:
+        """Tokens attached files may take: the context left after the conversation, the draft and
+        room for a reply; None when no model says how big its context is."""
+        limit = self.meter.limit
+        if limit <= 0:
+            return None
+        return max(0, limit - self.meter.used - self.meter.draft - min(REPLY_ROOM, limit // 4))
+
+    def pick(self) -> None:
+        """The 📎 button: choose files to attach."""
+        paths = open_files(self.button.window(), "Attach files", FILE_FILTER)
+        if paths:
+            self.tray.add_paths(paths)

@@ -1,0 +1,80 @@
+"""Pieces of the chat panel's header: the title (shown without Markdown marks) and the badge that
+says a conversation has its own system prompt.
+
+    title = TitleLabel("New conversation")
+    title.setText("**Plans** for Monday")      # shows "Plans for Monday"; raw_text() keeps the marks
+    badge = PromptBadge()
+    badge.show_prompt("You are terse.")         # visible, the prompt in its tooltip; "" hides it
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QLabel, QWidget
+
+from app.chat.markdown_render import plain_title
+
+SETTINGS_BUTTON_TEXT = "Conversation settings…"
+"""The header button's name: not "Settings…", which is the app's (Edit ▸ Settings…)."""
+BADGE_TEXT = "Own system prompt"
+TOOLTIP_CHARS = 400
+
+
+class TitleLabel(QLabel):
+    """A conversation title; Markdown a reply or a user put in it (`**bold**`) is not shown raw."""
+
+    def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self._raw = ""
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt name)
+        self._raw = text
+        shown = plain_title(text) or text
+        super().setText(shown)
+        self.setToolTip(shown)
+
+    def raw_text(self) -> str:
+        """The title as stored, Markdown included."""
+        return self._raw
+
+
+class PromptBadge(QLabel):
+    """A small filled pill in the header, shown while the conversation has its own system prompt.
+
+    Painted from the palette on every paint (no style sheet, which would keep the colors of the theme
+    it was set under), so it follows a theme change."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(BADGE_TEXT, parent)
+        self.setObjectName("promptBadge")
+        self.setAccessibleName("This conversation has its own system prompt")
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        self.setFont(font)
+        self.setContentsMargins(9, 2, 9, 2)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.prompt = ""
+        self.hide()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt name)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        box = self.rect().adjusted(0, 3, 0, -3)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self.palette().color(QPalette.ColorRole.Highlight))
+        painter.drawRoundedRect(box, box.height() / 2, box.height() / 2)
+        painter.setPen(self.palette().color(QPalette.ColorRole.HighlightedText))
+        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, self.text())
+
+    def show_prompt(self, prompt: str) -> None:
+        """Show the badge for a non-empty `prompt` (its start in the tooltip), hide it otherwise."""
+        self.prompt = prompt.strip()
+        if self.prompt:
+            short = self.prompt if len(self.prompt) <= TOOLTIP_CHARS else self.prompt[:TOOLTIP_CHARS - 1] + "…"
+            self.setToolTip(f"This conversation's system prompt:\n{short}")
+        self.setVisible(bool(self.prompt))

@@ -1,0 +1,82 @@
+"""A sent message's files: a row of chips under its header, each opening a window with the file's
+text in full (what the model was sent)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from app.chat.attachment_chip import file_size, icon_for, short_name
+from app.chat.context_meter import estimate_tokens
+from app.store import Attachment
+
+
+class MessageFiles(QWidget):
+    """The chips of one message's attachments (hidden when it has none)."""
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Attached files")
+        self.attachments: tuple[Attachment, ...] = ()
+        self.chips: list[QToolButton] = []
+        self.viewer: Optional[AttachmentViewer] = None
+        self._box = QHBoxLayout(self)
+        self._box.setContentsMargins(0, 2, 0, 2)
+        self._box.setSpacing(6)
+        self._box.addStretch(1)
+        self.hide()
+
+    def show_files(self, attachments: tuple[Attachment, ...]) -> None:
+        if attachments == self.attachments:
+            return
+        self.attachments = attachments
+        for chip in self.chips:
+            self._box.removeWidget(chip)
+            chip.deleteLater()
+        self.chips = []
+        for a in attachments:
+            part = " (first part)" if a.truncated else ""
+            chip = QToolButton(text=f"{icon_for(a.media_type)} {short_name(a.name)}{part} · "
+                                    f"~{estimate_tokens(a.text):,} tokens",
+                               accessibleName=f"Open attached file {a.name}", objectName="attachmentChip",
+                               toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
+            chip.setCursor(Qt.CursorShape.PointingHandCursor)
+            chip.clicked.connect(lambda _=False, a=a: self.open(a))
+            self._box.insertWidget(self._box.count() - 1, chip)
+            self.chips.append(chip)
+        self.setVisible(bool(attachments))
+
+    def open(self, attachment: Attachment) -> "AttachmentViewer":
+        """A window with the file's whole text (non-modal: the chat stays usable)."""
+        if self.viewer is not None:
+            self.viewer.close()
+        self.viewer = AttachmentViewer(attachment, self.window())
+        self.viewer.show()
+        return self.viewer
+
+
+class AttachmentViewer(QDialog):
+    """The text of one attached file, read-only and selectable."""
+
+    def __init__(self, attachment: Attachment, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(attachment.name)
+        self.setAccessibleName(f"Attached file {attachment.name}")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        note = (" Only its first part was attached (the whole file did not fit in the model's context)."
+                if attachment.truncated else "")
+        about = QLabel(f"<b>{attachment.name}</b> — {attachment.media_type}, {file_size(attachment.size)}, "
+                       f"about {estimate_tokens(attachment.text):,} tokens.{note}", wordWrap=True)
+        self.text = QPlainTextEdit(attachment.text, readOnly=True, accessibleName="File text")
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        box = QVBoxLayout(self)
+        box.addWidget(about)
+        box.addWidget(self.text, stretch=1)
+        box.addWidget(buttons)
+        self.resize(720, 560)

@@ -1,0 +1,139 @@
+"""The app's local API server: the OpenAI-compatible server (engine.server) around the app's own
+loaded Engine, started and stopped from Settings, its address shown in the status bar.
+
+    server = LocalServer(bridge.route)
+    window.statusBar().addPermanentWidget(server.label)
+    server.apply(enabled=True, port=8317, api_key="")   # returns at once
+    server.set_engine(engine)                            # a model switch reaches the server
+    server.loading("bundled:…")                          # requests get 503 until set_engine
+
+Starting and stopping uvicorn (binding, joining its thread) run on one worker thread owned by this
+object, in the order asked; results come back to the GUI thread through the route. The GUI thread
+never waits on the server or the engine, except once at quit. The server's libraries (FastAPI,
+uvicorn) are imported on that thread the first time the server starts, so an app that never turns
+it on never pays for them at startup.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Optional
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel
+
+from engine import Engine
+
+from app.bridge import GuiRoute
+
+if TYPE_CHECKING:
+    from engine.server import BackgroundServer, EngineHost
+
+log = logging.getLogger(__name__)
+SESSION_SHARE = 2
+"""The server holds at most 1/SESSION_SHARE of the engine's sessions: the rest stay the app's."""
+
+
+class LocalServer(QObject):
+    """Runs (or not) the local API server; `address` is its URL while it listens, else ""."""
+
+    changed = Signal(str)
+    """The address now served ("" when off)."""
+    failed = Signal(str)
+    """The server could not start (port in use…): the message to show."""
+
+    def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
+        super().__init__(parent)
+        self._route = route
+        self._lock = threading.Lock()
+        self.host: Optional["EngineHost"] = None  # created when the server first starts
+        self._engine: Optional[Engine] = None
+        self._status = "no model is loaded"
+        self._jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="confab-api")
+        self._running: Optional["BackgroundServer"] = None  # touched only by the jobs thread
+        self._wanted: Optional[tuple[int, str]] = None
+        self._closed = False
+        self.address = ""
+        self.label = QLabel()
+        self.label.setAccessibleName("Local API server address")
+        self.label.setToolTip("The local API server: point OpenAI-compatible tools at this address")
+        self.label.hide()
+
+    # -- what the app tells it ---------------------------------------------------------------------
+    def apply(self, enabled: bool, port: int, api_key: str) -> None:
+        """Start, restart or stop the server to match the settings; returns at once."""
+        wanted = (int(port), api_key) if enabled else None
+        if wanted == self._wanted or self._closed:
+            return
+        self._wanted = wanted
+        self._jobs.submit(self._switch, wanted)
+
+    def set_engine(self, engine: Optional[Engine]) -> None:
+        """Serve `engine` (the app's own; never a copy). The old model's server sessions are freed."""
+        self._serve(engine, "no model is loaded")
+
+    def loading(self, source: str) -> None:
+        """A model switch began: requests get 503 until `set_engine`."""
+        self._serve(None, f"loading {source}")
+
+    def _serve(self, engine: Optional[Engine], status: str) -> None:
+        with self._lock:
+            self._engine, self._status = engine, status
+            if self.host is not None:
+                self._point(self.host)
+
+    def _point(self, host: "EngineHost") -> None:
+        """Hand `host` the current engine (under the lock; returns at once)."""
+        if self._engine is not None:
+            host.session_limit = max(1, self._engine.capacity().max_sessions // SESSION_SHARE)
+        host.set_engine(self._engine, self._status)
+
+    def close(self, timeout: float = 15.0) -> None:
+        """Stop the server and free its sessions (at quit, before the engine closes)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._jobs.submit(self._switch, None).result(timeout)
+        except Exception:  # quitting goes on; the server thread is a daemon
+            log.exception("could not stop the local API server")
+        self._jobs.shutdown(wait=False)
+        if self.host is not None:
+            self.host.close()
+
+    # -- the jobs thread ---------------------------------------------------------------------------
+    def _switch(self, wanted: Optional[tuple[int, str]]) -> None:
+        if self._running is not None:
+            self._running.stop()
+            self._running = None
+        if wanted is None:
+            self._route.post(self._show, "")
+            return
+        port, key = wanted
+        try:
+            from engine.server import LOOPBACK, BackgroundServer, EngineHost, ServerSettings
+
+            with self._lock:
+                if self.host is None:
+                    self.host = EngineHost()
+                    self._point(self.host)
+            self._running = BackgroundServer(self.host, ServerSettings(api_key=key or None), LOOPBACK, port).start()
+        except Exception as e:  # OSError (port in use) and anything unexpected: tell the user
+            log.warning("the local API server did not start: %s", e)
+            self._route.post(self._fail, f"The local API server could not start on port {port}: {e}")
+            return
+        self._route.post(self._show, self._running.url)
+
+    # -- back on the GUI thread --------------------------------------------------------------------
+    def _show(self, address: str) -> None:
+        self.address = address
+        self.label.setText(f"API: {address}" if address else "")
+        self.label.setVisible(bool(address))
+        self.changed.emit(address)
+
+    def _fail(self, message: str) -> None:
+        self._wanted = None  # so that saving the settings again retries
+        self._show("")
+        self.failed.emit(message)

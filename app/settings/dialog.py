@@ -1,0 +1,209 @@
+"""The Settings dialog (Ctrl+,): look, default sampling, data folder, saved-state budget, tray.
+
+    dialog = SettingsDialog(settings, data_dir(), QSystemTrayIcon.isSystemTrayAvailable(), window)
+    if dialog.exec():
+        settings = dialog.result_settings()
+        save_settings(data_dir(), settings)
+        apply_theme(app, settings.theme, settings.font_size)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QDesktopServices, QKeySequence
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+                               QFormLayout, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
+                               QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
+
+from app.settings.local_server_settings import LocalServerGroup
+from app.settings.app_settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
+                       THEMES, TOP_P_RANGE, AppSettings)
+
+NO_TRAY_TEXT = "This system has no tray icon area"
+MENUBAR_ONLY_TEXT = "Menubar-only is a macOS option: it hides the Dock icon"
+_THEME_LABELS = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
+
+
+def named(widget: QWidget, name: str, tip: str = "") -> QWidget:
+    """Give `widget` an accessible name (and a tooltip); return it, for use inline."""
+    widget.setAccessibleName(name)
+    if tip:
+        widget.setToolTip(tip)
+    return widget
+
+
+class SettingsDialog(QDialog):
+    """Edits a copy of AppSettings; `result_settings()` returns the edited copy."""
+
+    def __init__(self, settings: AppSettings, data_folder: Path, tray_available: bool,
+                 parent: Optional[QWidget] = None, shortcut_status: str = "") -> None:
+        """`shortcut_status`: whether the global quick chat shortcut works here, and if not why."""
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setAccessibleName("Settings")
+        self._settings = settings
+        self._data_folder = Path(data_folder)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._look_group(settings))
+        layout.addWidget(self._sampling_group(settings))
+        layout.addWidget(self._storage_group(settings))
+        layout.addWidget(self._window_group(settings, tray_available))
+        layout.addWidget(self._shortcut_group(settings, shortcut_status))
+        self.local_server = LocalServerGroup(settings)
+        layout.addWidget(self.local_server)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName("Save settings")
+        buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Discard changes")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    # -- groups ------------------------------------------------------------------------------------
+    def _look_group(self, s: AppSettings) -> QGroupBox:
+        box = QGroupBox("Appearance")
+        form = QFormLayout(box)
+        self.theme = named(QComboBox(), "Theme", "Light, dark, or follow the system's choice")
+        for key in THEMES:
+            self.theme.addItem(_THEME_LABELS[key], key)
+        self.theme.setCurrentIndex(THEMES.index(s.theme))
+        self.font_size = named(QSpinBox(), "Font size", "Text size in points")
+        self.font_size.setRange(*FONT_SIZE_RANGE)
+        self.font_size.setSuffix(" pt")
+        self.font_size.setValue(s.font_size)
+        form.addRow("&Theme:", self.theme)
+        form.addRow("&Font size:", self.font_size)
+        return box
+
+    def _sampling_group(self, s: AppSettings) -> QGroupBox:
+        box = QGroupBox("Default sampling (conversations may override)")
+        form = QFormLayout(box)
+        self.temperature = named(QDoubleSpinBox(), "Default temperature",
+                                 "0 always picks the likeliest word; higher is more varied")
+        self.temperature.setRange(*TEMPERATURE_RANGE)
+        self.temperature.setSingleStep(0.05)
+        self.temperature.setDecimals(2)
+        self.temperature.setValue(s.temperature)
+        self.top_p = named(QDoubleSpinBox(), "Default top-p",
+                           "Sample only from the likeliest words that together make up this share")
+        self.top_p.setRange(*TOP_P_RANGE)
+        self.top_p.setSingleStep(0.05)
+        self.top_p.setDecimals(2)
+        self.top_p.setValue(s.top_p)
+        self.max_tokens = named(QSpinBox(), "Default max tokens", "Longest reply, in tokens")
+        self.max_tokens.setRange(*MAX_TOKENS_RANGE)
+        self.max_tokens.setGroupSeparatorShown(True)
+        self.max_tokens.setValue(s.max_tokens)
+        form.addRow("T&emperature:", self.temperature)
+        form.addRow("Top-&p:", self.top_p)
+        form.addRow("&Max tokens:", self.max_tokens)
+        return box
+
+    def _storage_group(self, s: AppSettings) -> QGroupBox:
+        box = QGroupBox("Storage")
+        form = QFormLayout(box)
+        self.data_folder = named(QLineEdit(str(self._data_folder)), "Data folder",
+                                 "Where conversations and saved session states are kept")
+        self.data_folder.setReadOnly(True)
+        self.data_folder.setCursorPosition(0)  # show where the path starts
+        self.data_folder.setToolTip(str(self._data_folder))
+        self.data_folder.setMinimumWidth(260)
+        self.open_folder = named(QPushButton("&Open folder"), "Open data folder",
+                                 "Show the data folder in the file manager")
+        self.open_folder.clicked.connect(self._open_data_folder)
+        row = QHBoxLayout()
+        row.addWidget(self.data_folder, 1)
+        row.addWidget(self.open_folder)
+        self.state_budget = named(QSpinBox(), "Saved-state budget",
+                                  "Disk space for saved conversation states; the oldest are deleted past it. "
+                                  "They are a cache: conversations themselves are never deleted.")
+        self.state_budget.setRange(*STATE_BUDGET_MB_RANGE)
+        self.state_budget.setSingleStep(256)
+        self.state_budget.setSuffix(" MiB")
+        self.state_budget.setGroupSeparatorShown(True)
+        self.state_budget.setValue(s.state_budget_mb)
+        form.addRow("Data folder:", row)
+        form.addRow("Saved-state &budget:", self.state_budget)
+        self.keep_attachment_files = named(
+            QCheckBox("&Keep a copy of attached files"), "Keep a copy of attached files",
+            "Store each attached file itself (up to 64 MB) with its message, besides the text sent to "
+            "the model; off, only the text is kept")
+        self.keep_attachment_files.setChecked(s.keep_attachment_files)
+        form.addRow("", self.keep_attachment_files)
+        return box
+
+    def _window_group(self, s: AppSettings, tray_available: bool) -> QGroupBox:
+        box = QGroupBox("Window")
+        column = QVBoxLayout(box)
+        self.close_to_tray = named(QCheckBox("&Close to tray"), "Close to tray",
+                                   "Closing the window keeps Confab running in the tray")
+        self.close_to_tray.setChecked(s.close_to_tray and tray_available)
+        self.close_to_tray.setEnabled(tray_available)
+        column.addWidget(self.close_to_tray)
+        if not tray_available:
+            column.addWidget(self._note(NO_TRAY_TEXT, "No tray"))
+        on_mac = sys.platform == "darwin"
+        self.menubar_only = named(QCheckBox("Menubar-only (macOS)"), "Menubar-only",
+                                  "Run from the menubar with no Dock icon (takes effect at next start)")
+        self.menubar_only.setChecked(s.menubar_only and on_mac)
+        self.menubar_only.setEnabled(on_mac)
+        column.addWidget(self.menubar_only)
+        if not on_mac:
+            column.addWidget(self._note(MENUBAR_ONLY_TEXT, "Menubar-only unavailable"))
+        self.confirm_quit = named(QCheckBox("&Ask before quitting while replies are being written"),
+                                  "Ask before quitting", "Quitting cuts off replies still being written")
+        self.confirm_quit.setChecked(s.confirm_quit)
+        column.addWidget(self.confirm_quit)
+        return box
+
+    def _shortcut_group(self, s: AppSettings, status: str) -> QGroupBox:
+        box = QGroupBox("Quick chat")
+        form = QFormLayout(box)
+        self.shortcut = named(QKeySequenceEdit(QKeySequence(s.quick_chat_shortcut)), "Quick chat shortcut",
+                              "Opens the quick chat from any program; press the keys to change it")
+        self.shortcut.setMaximumSequenceLength(1)
+        self.shortcut.setClearButtonEnabled(True)
+        for line in self.shortcut.findChildren(QLineEdit):  # its parts, named for screen readers
+            line.setAccessibleName("Quick chat shortcut keys")
+        for button in self.shortcut.findChildren(QToolButton):
+            button.setAccessibleName("Clear quick chat shortcut")
+        form.addRow("&Global shortcut:", self.shortcut)
+        self.shortcut_status = self._note(status, "Quick chat shortcut status")
+        self.shortcut_status.setVisible(bool(status))
+        form.addRow("", self.shortcut_status)
+        return box
+
+    def _note(self, text: str, name: str) -> QLabel:
+        label = named(QLabel(text), name)
+        label.setWordWrap(True)
+        label.setEnabled(False)  # drawn in the palette's (readable) disabled text color
+        return label
+
+    # -- actions -----------------------------------------------------------------------------------
+    def _open_data_folder(self) -> None:
+        self._data_folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._data_folder)))
+
+    def result_settings(self) -> AppSettings:
+        """The settings as edited (the values given, where a control is unavailable here)."""
+        return replace(
+            self._settings,
+            theme=self.theme.currentData(),
+            font_size=self.font_size.value(),
+            temperature=round(self.temperature.value(), 2),
+            top_p=round(self.top_p.value(), 2),
+            max_tokens=self.max_tokens.value(),
+            state_budget_mb=self.state_budget.value(),
+            close_to_tray=self.close_to_tray.isChecked() if self.close_to_tray.isEnabled()
+            else self._settings.close_to_tray,
+            menubar_only=self.menubar_only.isChecked() if self.menubar_only.isEnabled()
+            else self._settings.menubar_only,
+            quick_chat_shortcut=self.shortcut.keySequence().toString(QKeySequence.SequenceFormat.PortableText),
+            confirm_quit=self.confirm_quit.isChecked(),
+            keep_attachment_files=self.keep_attachment_files.isChecked(),
+            **self.local_server.values(),
+        )
