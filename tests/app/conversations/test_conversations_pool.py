@@ -11,7 +11,7 @@ from app.conversations import ConversationManager
 from engine import SamplingParams
 from engine.errors import CapacityError
 from tests.app.engine_fixtures import make_engine, reply_ids  # noqa: F401 (fixture)
-from tests.app.test_conversations_llamacpp import store, tiny_models  # noqa: F401 (fixtures)
+from tests.app.conversations.test_conversations_llamacpp import store, tiny_models  # noqa: F401 (fixtures)
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
