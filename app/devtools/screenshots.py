@@ -53,23 +53,37 @@ def make_sample_folder(home: Path) -> None:
         store.close()
 
 
-def main(argv: list[str]) -> int:
+def start_window(home: Path, height: int = 700):
+    """(qapp, confab): Confab on `home` in a 1100 × `height` window, the bundled model loaded. Every
+    screenshot script starts this way."""
     from PySide6.QtWidgets import QApplication
 
     from app.application import ConfabApp
+    from app.devtools.self_test import wait_until
+
+    qapp = QApplication.instance() or QApplication(sys.argv[:1])
+    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    confab.window.resize(1100, height)
+    confab.show_window()
+    confab.load(DEFAULT_MODEL)
+    wait_until(qapp, lambda: confab.window.state == "ready", 600, "the bundled model")
+    return qapp, confab
+
+
+def save_picture(widget, path: Path) -> None:
+    widget.grab().save(str(path))
+    print(f"wrote {path}")
+
+
+def main(argv: list[str]) -> int:
     from app.devtools.self_test import wait_until
 
     out = Path(argv[0] if argv else "docs")
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_sample_folder(home)
-    qapp = QApplication(sys.argv[:1])
-    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    qapp, confab = start_window(home)
     window = confab.window
-    window.resize(1100, 700)
-    confab.show_window()
-    confab.load(DEFAULT_MODEL)
-    wait_until(qapp, lambda: window.state == "ready", 600, "the bundled model")
     first = SAMPLES[0][0]
     window.bridge.run(lambda store: next(c.id for c in store.list_conversations() if c.title == first)).success(
         window.show_conversation)
@@ -77,8 +91,7 @@ def main(argv: list[str]) -> int:
     for theme in ("light", "dark"):
         confab.apply_settings(replace(confab.settings, theme=theme))
         settle(qapp, 0.8)
-        window.grab().save(str(out / f"main-{theme}.png"))
-        print(f"wrote {out / f'main-{theme}.png'}")
+        save_picture(window, out / f"main-{theme}.png")
     confab.apply_settings(replace(confab.settings, theme="light"))
     confab.bridge.params = SamplingParams(temperature=0, max_tokens=80)  # a short, repeatable answer
     confab.show_quick_chat(None)
@@ -88,8 +101,7 @@ def main(argv: list[str]) -> int:
     wait_until(qapp, lambda: quick.reply_text and not confab.bridge.replying(), 300,
                f"the quick chat answer ({quick.status_label.text()})")
     settle(qapp, 0.8)
-    quick.grab().save(str(out / "quick-chat.png"))
-    print(f"wrote {out / 'quick-chat.png'}")
+    save_picture(quick, out / "quick-chat.png")
     quick.hide()
     prefill_shot(qapp, confab, out)
     window.close()
@@ -114,8 +126,7 @@ def prefill_shot(qapp, confab, out: Path) -> None:
     wait_until(qapp, lambda: any(done >= 512 for done, _ in window.chat.reading.values()), 600,
                "the long message's reading progress")
     settle(qapp, 0.3)
-    window.grab().save(str(out / "prefill.png"))
-    print(f"wrote {out / 'prefill.png'}")
+    save_picture(window, out / "prefill.png")
     window.chat.stop()
     wait_until(qapp, lambda: not confab.bridge.replying(), 600, "the stopped reply")  # after the forward under way
 

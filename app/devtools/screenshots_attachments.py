@@ -15,7 +15,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine import DEFAULT_MODEL, EngineConfig
 
 MINUTES = [
     "<h2>River council — minutes, 12 March</h2><p>Present: the mayor, four councillors, the river warden.</p>"
@@ -57,23 +56,18 @@ def write_files(folder: Path) -> dict[str, Path]:
 def main(argv: list[str]) -> int:
     from PySide6.QtWidgets import QApplication
 
-    from app.application import ConfabApp
     from app.chat.attachment_reader import read_file
-    from app.devtools.screenshots import make_sample_folder, settle
+    from app.devtools.screenshots import make_sample_folder, save_picture, settle, start_window
     from app.devtools.self_test import wait_until
 
     out = Path(argv[0] if argv else "docs")
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_sample_folder(home)
-    qapp = QApplication(sys.argv[:1])
+    qapp = QApplication(sys.argv[:1])  # before the files: the PDF is written with Qt's QPdfWriter
     files = write_files(Path(tempfile.mkdtemp(prefix="confab-files-")))
-    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    qapp, confab = start_window(home, 700)
     window = confab.window
-    window.resize(1100, 700)
-    confab.show_window()
-    confab.load(DEFAULT_MODEL)
-    wait_until(qapp, lambda: window.state == "ready", 600, "the bundled model")
     chat, tray = window.chat, window.chat.files.tray
 
     def chips_settled(count: int) -> bool:
@@ -100,8 +94,7 @@ def main(argv: list[str]) -> int:
     window.composer.setPlainText("And what should the council decide?")
     settle(qapp, 1.0)
     path = out / "attachments.png"
-    window.grab().save(str(path))
-    print(f"wrote {path}")
+    save_picture(window, path)
     window.close()
     confab.shutdown()
     return 0

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 from app.store import open_store
-from engine import DEFAULT_MODEL, EngineConfig
 
 TITLE = "Train meeting point"
 TURNS = [
@@ -44,23 +43,15 @@ def make_folder(home: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from PySide6.QtWidgets import QApplication
-
-    from app.application import ConfabApp
-    from app.devtools.screenshots import settle
+    from app.devtools.screenshots import save_picture, settle, start_window
     from app.devtools.self_test import wait_until
 
     out = Path(argv[0] if argv else "docs")
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_folder(home)
-    qapp = QApplication(sys.argv[:1])
-    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    qapp, confab = start_window(home, 780)
     window = confab.window
-    window.resize(1100, 780)
-    confab.show_window()
-    confab.load(DEFAULT_MODEL)
-    wait_until(qapp, lambda: window.state == "ready", 600, "the bundled model")
     window.bridge.run(lambda store: store.list_conversations()[0].id).success(window.show_conversation)
     wait_until(qapp, lambda: len(window.chat_view.message_views()) == len(TURNS), 30, "the conversation")
     settle(qapp, 0.5)
@@ -69,8 +60,7 @@ def main(argv: list[str]) -> int:
     window.chat_view.verticalScrollBar().setValue(0)
     settle(qapp, 0.3)
     path = out / "reasoning.png"
-    window.grab().save(str(path))
-    print(f"wrote {path}")
+    save_picture(window, path)
     window.close()
     confab.shutdown()
     return 0

@@ -13,27 +13,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine import DEFAULT_MODEL, EngineConfig, SamplingParams
+from engine import SamplingParams
 
 
 def main(argv: list[str]) -> int:
-    from PySide6.QtWidgets import QApplication
-
-    from app.application import ConfabApp
-    from app.devtools.screenshots import make_sample_folder, settle
+    from app.devtools.screenshots import make_sample_folder, save_picture, settle, start_window
     from app.devtools.self_test import wait_until
 
     out = Path(argv[0] if argv else "docs")
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_sample_folder(home)
-    qapp = QApplication(sys.argv[:1])
-    confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
+    qapp, confab = start_window(home, 700)
     window = confab.window
-    window.resize(1100, 700)
-    confab.show_window()
-    confab.load(DEFAULT_MODEL)
-    wait_until(qapp, lambda: window.state == "ready", 600, "the bundled model")
     chat = window.chat
 
     def finished_reply() -> bool:
@@ -57,8 +49,7 @@ def main(argv: list[str]) -> int:
     wait_until(qapp, lambda: chat.chat_view.message_views()[-1].shown.version == 2, 30, "version 2")
     settle(qapp, 0.8)
     path = out / "versions.png"
-    window.grab().save(str(path))
-    print(f"wrote {path}")
+    save_picture(window, path)
     window.close()
     confab.shutdown()
     return 0
