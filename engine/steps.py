@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol
 
 from .types import Chunk, SamplingParams
 
@@ -75,6 +75,8 @@ class RoundOwner(Protocol):
     slots: dict[int, Slot]
     scheduler: Any
     batching: bool
+
+    def live_jobs(self) -> Iterator[tuple[Job, Slot]]: ...
 
     def _after_forward(self, job: Job, slot: Slot, fed: list[int], logits: Any, nbytes: int) -> None: ...
 

@@ -63,13 +63,8 @@ class Together:
         items: list[tuple["Job", "Slot", list[int]]] = []
         alone: list[tuple["Job", "Slot", list[int]]] = []  # seeded sampling: its own call (steps_alone)
         budget = w.config.prefill_chunk
-        for job in w.scheduler.round():
-            slot = w.slots.get(job.session.id)
-            if slot is None or slot.job is not job:
-                w.scheduler.remove(job)
-            elif job.cancel.is_set():
-                w._guarded(job, slot, lambda: w._end_job(slot, "cancelled"))
-            elif not job.pending:
+        for job, slot in w.live_jobs():
+            if not job.pending:
                 (alone if steps_alone(job.params) else items).append((job, slot, [job.generated[-1]]))
             elif budget > 0:  # else this prompt waits for the next round's share
                 feed = job.pending[:budget]

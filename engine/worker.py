@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
@@ -20,7 +20,7 @@ from .scheduler import RoundRobin
 from .handle import Failed
 from .steps import Job, Slot
 from .together import Together, admit_turn
-from .types import Chunk, GenerationStats, SamplingParams
+from .types import Chunk, GenerationStats
 
 if TYPE_CHECKING:
     from .session import Session
@@ -195,13 +195,8 @@ class Worker:
             self.together.round()
             return
         decoders: list[tuple[Job, Slot]] = []
-        for job in self.scheduler.round():
-            slot = self.slots.get(job.session.id)
-            if slot is None or slot.job is not job:
-                self.scheduler.remove(job)
-            elif job.cancel.is_set():
-                self._guarded(job, slot, lambda: self._end_job(slot, "cancelled"))
-            elif self._batchable(job, slot):
+        for job, slot in self.live_jobs():
+            if self._batchable(job, slot):
                 decoders.append((job, slot))
             else:
                 self._guarded(job, slot, lambda: self._step(job, slot))
@@ -212,6 +207,18 @@ class Worker:
             self._guarded(job, slot, lambda: self._step(job, slot))
         if not together or not self.scheduler:
             self._settle()  # sessions not decoding together hold their own, unpadded state
+
+    def live_jobs(self) -> Iterator[tuple[Job, Slot]]:
+        """This round's jobs that still run, with their slots: a job whose session has gone or moved
+        on leaves the scheduler, a cancelled one ends here (the rest is the round's to step)."""
+        for job in self.scheduler.round():
+            slot = self.slots.get(job.session.id)
+            if slot is None or slot.job is not job:
+                self.scheduler.remove(job)
+            elif job.cancel.is_set():
+                self._guarded(job, slot, lambda: self._end_job(slot, "cancelled"))
+            else:
+                yield job, slot
 
     def _batchable(self, job: Job, slot: Slot) -> bool:
         if not self.batching or job.pending or not job.generated or steps_alone(job.params):
