@@ -376,12 +376,15 @@ class MainWindow(QMainWindow):
     def _on_finished(self, finished: Finished) -> None:
         s = finished.stats
         if s is not None:
-            self.stats_label.setText(f"{s.decode_tok_s:.1f} tok/s · TTFT {s.ttft_s * 1000:.0f} ms",
-                                     f"{s.decode_tok_s:.1f} tok/s")
-            self.stats_label.setToolTip(f"Last reply: {s.decode_tok_s:.1f} tokens a second; the first "
-                                        f"token came after {s.ttft_s * 1000:.0f} ms")
+            self.show_speed(s.decode_tok_s, s.ttft_s)
         if finished.finish_reason == "cancelled":
             self.notices.show("Stopped", 3000)
+
+    def show_speed(self, tok_s: float, ttft_s: float) -> None:
+        """The last reply's speed in the status bar ("10.5 tok/s", the first token's wait in the tooltip)."""
+        self.stats_label.setText(f"{tok_s:.1f} tok/s · TTFT {ttft_s * 1000:.0f} ms", f"{tok_s:.1f} tok/s")
+        self.stats_label.setToolTip(f"Last reply: {tok_s:.1f} tokens a second; its first token came "
+                                    f"{ttft_s * 1000:.0f} ms after the message was sent")
 
     # -- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)
