@@ -150,3 +150,19 @@ def test_a_wide_window_shows_the_whole_texts(qtbot, window, api_on):
     qtbot.wait(100)
     assert window.backend_label.shown_text() == "llama.cpp on CPU · float16 · 4-bit weights"
     assert window.model_label.shown_text() == MODEL
+
+
+@pytest.mark.parametrize("width", [140, 200, 400])
+def test_a_snippet_in_a_narrow_list_starts_near_its_match(qapp, width):
+    from PySide6.QtGui import QFontMetrics
+
+    from app.window.conversation_delegate import LEAD_SHARE, snippet_for_width
+    from app.window.conversation_list import snippet_html
+
+    metrics = QFontMetrics(qapp.font())
+    snippet = snippet_html("…the council argued for years about the sports ground and then about [levees] again…")
+    shown = snippet_for_width(snippet, metrics, width)
+    lead = shown[:shown.index("<b>")]
+    assert metrics.horizontalAdvance(lead) <= width * LEAD_SHARE and shown.endswith("<b>levees</b> again…")
+    short = snippet_html("[levees] first")
+    assert snippet_for_width(short, metrics, width) == short  # a match at the start: left alone
