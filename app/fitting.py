@@ -112,6 +112,7 @@ class ElidedLabel(QLabel):
                  min_width: Optional[int] = None) -> None:
         super().__init__(text, parent)
         self._compact = compact
+        self.compact_mode = False
         self._min_width = self.MIN_WIDTH if min_width is None else min_width
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
@@ -126,10 +127,24 @@ class ElidedLabel(QLabel):
     def compact_text(self) -> str:
         return self._compact
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+    def whole_width(self) -> int:
+        """Pixels the whole text asks for."""
+        return self._width_for(self.text())
+
+    def _width_for(self, text: str) -> int:
         m = self.contentsMargins()
-        width = self.fontMetrics().horizontalAdvance(self.text()) + 2 * self.margin() + m.left() + m.right() + 2
-        return QSize(width, super().sizeHint().height())
+        return self.fontMetrics().horizontalAdvance(text) + 2 * self.margin() + m.left() + m.right() + 2
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        """The whole text's width; the compact text's in compact mode (`set_compact_mode`)."""
+        text = self._compact if self.compact_mode and self._compact else self.text()
+        return QSize(self._width_for(text), super().sizeHint().height())
+
+    def set_compact_mode(self, compact: bool) -> None:
+        """Ask only for the compact text's width (the row is short of room; see `StatusParts`)."""
+        if compact != self.compact_mode:
+            self.compact_mode = compact
+            self.updateGeometry()
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
         return QSize(min(self._min_width, self.sizeHint().width()), super().minimumSizeHint().height())

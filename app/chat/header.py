@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QPushButton, QSizePolicy, QWidget
 
@@ -92,24 +92,48 @@ class PromptBadge(ElidedLabel):
 
 
 class SettingsButton(QPushButton):
-    """"Conversation settings…" with a gear; only the gear when the header is short of room (its
-    name stays in the tooltip and the accessible name)."""
+    """"Conversation settings…" with a gear; only the gear in compact mode (its name stays in the
+    tooltip and the accessible name)."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(ui_icon("settings"), SETTINGS_BUTTON_TEXT, parent)
-        self._whole = super().sizeHint()
+        self.compact_mode = False
+
+    def whole_width(self) -> int:
+        extra = 0 if self.text() else self.fontMetrics().horizontalAdvance(SETTINGS_BUTTON_TEXT) + 6
+        return super().sizeHint().width() + extra
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return QSize(self.iconSize().width() + 24, self._whole.height())
+        return QSize(self.iconSize().width() + 24, super().minimumSizeHint().height())
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return self._whole
+    def set_compact_mode(self, compact: bool) -> None:
+        if compact != self.compact_mode:
+            self.compact_mode = compact
+            self.setText("" if compact else SETTINGS_BUTTON_TEXT)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        super().resizeEvent(event)
-        text = SETTINGS_BUTTON_TEXT if self.width() >= self._whole.width() else ""
-        if text != self.text():
-            self.setText(text)
 
-    def compact(self) -> bool:
-        return not self.text()
+class HeaderFit(QObject):
+    """Keeps the header's title readable: while the other parts' whole forms leave it `TITLE_ROOM`,
+    they show whole; otherwise each shows its compact form ("Own prompt", "2,310/4,096", the gear
+    alone) and the title has the rest, elided."""
+
+    TITLE_ROOM = 280
+
+    def __init__(self, row: QWidget, parts: list[QWidget]) -> None:
+        super().__init__(row)
+        self.row, self.parts = row, parts
+        row.installEventFilter(self)
+
+    def fit(self) -> None:
+        shown = [p for p in self.parts if not p.isHidden()]
+        spacing = max(0, self.row.layout().spacing()) if self.row.layout() is not None else 6
+        whole = sum(getattr(p, "whole_width", lambda p=p: p.sizeHint().width())() + spacing for p in shown)
+        compact = whole + self.TITLE_ROOM > self.row.width()
+        for p in shown:
+            if hasattr(p, "set_compact_mode"):
+                p.set_compact_mode(compact)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
+        if watched is self.row and event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest):
+            self.fit()
+        return super().eventFilter(watched, event)

@@ -28,7 +28,6 @@ class ChipButton(QToolButton):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._full = text
         super().setText(text)
-        self._hint = super().sizeHint()
 
     def text(self) -> str:
         return self._full
@@ -37,15 +36,21 @@ class ChipButton(QToolButton):
         return super().text()
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return self._hint
+        """The size of the chip with its whole text, whatever is shown now."""
+        hint = super().sizeHint()
+        metrics = self.fontMetrics()
+        return QSize(hint.width() - metrics.horizontalAdvance(super().text()) + metrics.horizontalAdvance(self._full)
+                     + 2, hint.height())  # 2: whole pixels round a text's width down
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return QSize(min(self._hint.width(), self.iconSize().width() + 48), self._hint.height())
+        hint = self.sizeHint()
+        return QSize(min(hint.width(), self.iconSize().width() + 48), hint.height())
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
         super().resizeEvent(event)
-        room = self.width() - (self._hint.width() - self.fontMetrics().horizontalAdvance(self._full))
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(room, 0))
+        metrics = self.fontMetrics()
+        room = self.width() - (self.sizeHint().width() - 2 - metrics.horizontalAdvance(self._full)) + 1
+        shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, max(room, 0))
         if shown != super().text():
             super().setText(shown)
 

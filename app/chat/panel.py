@@ -19,7 +19,7 @@ from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
 from app.chat.composer_files import ComposerFiles
-from app.chat.header import PromptBadge, SettingsButton, TitleLabel
+from app.chat.header import HeaderFit, PromptBadge, SettingsButton, TitleLabel
 from app.chat.markdown_render import plain_title
 from app.store import Attachment, Message
 from app.chat.thinking_block import ThinkSwitch
@@ -118,12 +118,14 @@ class ChatPanel(QWidget):
         self.stop_button.setEnabled(False)
 
     def setup_layout(self) -> None:
-        header = QHBoxLayout()  # every part gives up width (see `header`): none can push the window
+        header_row = QWidget()  # every part gives up width (see `header`): none can push the window
+        header = QHBoxLayout(header_row)
+        header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(self.title_label, stretch=1)
-        header.addWidget(self.prompt_badge)
-        header.addWidget(self.context_meter)
-        header.addWidget(self.think_switch)
-        header.addWidget(self.settings_button)
+        parts = [self.prompt_badge, self.context_meter, self.think_switch, self.settings_button]
+        for part in parts:
+            header.addWidget(part)
+        self.header_fit = HeaderFit(header_row, parts)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
@@ -134,7 +136,7 @@ class ChatPanel(QWidget):
         compose_row.addLayout(buttons)
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 6, 6, 6)
-        box.addLayout(header)
+        box.addWidget(header_row)
         box.addWidget(self.chat_view, stretch=1)
         box.addWidget(self.files.tray)
         box.addLayout(compose_row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-from PySide6.QtCore import QEvent, QObject, QSize
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QWidget
 
 from app.fitting import ElidedLabel
@@ -85,7 +85,6 @@ class PartLabel(ElidedLabel):
                  shorten: Optional[Callable[[str], str]] = None) -> None:
         self.shorten = shorten
         """Makes the compact form of a text set without one (None: the whole text is compact)."""
-        self.compact_mode = False
         super().__init__(text, parent, min_width=self.MIN_WIDTH)
 
     def setText(self, text: str, compact: str = "") -> None:  # noqa: N802 (Qt name)
@@ -94,22 +93,6 @@ class PartLabel(ElidedLabel):
         super().setText(text, compact)
         if self.part is not None:
             self.part.setVisible(bool(text))
-
-    def whole_width(self) -> int:
-        return super().sizeHint().width()
-
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        hint = super().sizeHint()
-        if self.compact_mode and self.compact_text():
-            m = self.contentsMargins()
-            width = self.fontMetrics().horizontalAdvance(self.compact_text()) + m.left() + m.right() + 2
-            return QSize(min(width, hint.width()), hint.height())
-        return hint
-
-    def set_compact_mode(self, compact: bool) -> None:
-        if compact != self.compact_mode:
-            self.compact_mode = compact
-            self.updateGeometry()
 
 
 class StatusParts(QObject):
