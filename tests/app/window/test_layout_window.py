@@ -146,8 +146,8 @@ def test_every_part_fits_or_ends_in_an_ellipsis(qtbot, window, api_on, size):
 
 def test_a_wide_window_shows_the_whole_texts(qtbot, window, api_on):
     fill_status(window)
-    window.resize(1600, 680)
-    qtbot.wait(100)
+    window.resize(2400, 680)  # room for every whole text, whatever the test machine's font
+    qtbot.waitUntil(lambda: not window.backend_label.compact_mode, timeout=5_000)
     assert window.backend_label.shown_text() == "llama.cpp on CPU · float16 · 4-bit weights"
     assert window.model_label.shown_text() == MODEL
 
