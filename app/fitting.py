@@ -83,21 +83,32 @@ class FlowLayout(QLayout):
         return size + QSize(m.left() + m.right(), m.top() + m.bottom())
 
     def _arrange(self, rect: QRect, move: bool) -> int:
+        """Place the items line by line (each line's items centred on it); returns the height used."""
         m = self.contentsMargins()
         area = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
-        x, y, line = area.x(), area.y(), 0
+        lines: list[list[tuple[QLayoutItem, int]]] = [[]]
+        x = area.x()
         for item in self._items:
             if item.isEmpty():
                 continue
-            hint = item.sizeHint()
-            width = max(min(hint.width(), area.width()), item.minimumSize().width())
-            if x > area.x() and x + width > area.right() + 1:
-                x, y, line = area.x(), y + line + self.spacing(), 0
-            if move:
-                item.setGeometry(QRect(QPoint(x, y), QSize(min(width, max(area.width(), 1)), hint.height())))
+            width = max(min(item.sizeHint().width(), area.width()), item.minimumSize().width())
+            if lines[-1] and x + width > area.right() + 1:
+                lines.append([])
+                x = area.x()
+            lines[-1].append((item, width))
             x += width + self.spacing()
-            line = max(line, hint.height())
-        return y + line - rect.y() + m.bottom()
+        y = area.y()
+        for line in lines:
+            height = max((item.sizeHint().height() for item, _ in line), default=0)
+            x = area.x()
+            for item, width in line:
+                if move:
+                    h = item.sizeHint().height()
+                    item.setGeometry(QRect(QPoint(x, y + (height - h) // 2),
+                                           QSize(min(width, max(area.width(), 1)), h)))
+                x += width + self.spacing()
+            y += height + self.spacing()
+        return max(0, y - self.spacing() - rect.y()) + m.bottom()
 
 
 class ElidedLabel(QLabel):
