@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.chat.attachment_count import TokenCount
+from app.fitting import ElidedLabel
 from app.resources import ui_pixmap
 
 ChipState = Literal["reading", "ready", "too_big", "refused"]
@@ -53,9 +54,10 @@ class AttachmentChip(QFrame):
         self.name = name
         self.state: ChipState = "reading"
         self.setAccessibleName(f"Attached file {name}")
-        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # never squeezed
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)  # narrower: the text elides
         self.icon = QLabel(accessibleName="File type")
-        self.label = QLabel(accessibleName="Attached file")
+        self.label = ElidedLabel()  # the whole text is in the chip's tooltip
+        self.label.setAccessibleName("Attached file")
         self.bar = QProgressBar(accessibleName=f"Reading {name}", maximumWidth=90, maximumHeight=12,
                                 textVisible=False, minimum=0, maximum=1000)
         self.fit_button = QToolButton(text="Attach the first part", autoRaise=True,

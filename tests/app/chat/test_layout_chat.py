@@ -72,3 +72,23 @@ def test_file_icons_are_shipped_pictures_not_emoji(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: tray.drafts and tray.drafts[0].chip.state == "ready", timeout=10_000)
     chip = tray.drafts[0].chip
     assert not chip.icon.pixmap().isNull() and not any(e in chip.label.text() for e in EMOJI)
+
+
+def test_chips_in_the_composer_wrap_inside_it_at_the_minimum_width(qtbot, window, tmp_path):
+    from tests.app.layout_checks import inside
+
+    window.resize(*MINIMUM)
+    paths = []
+    for name in ("quarterly-financial-report-2026-final-version.md", "river-gauge-measurements.csv",
+                 "meeting-notes-from-the-council.md", "analysis_script_for_the_levels.py"):
+        paths.append(tmp_path / name)
+        paths[-1].write_text("some text\n" * 20)
+    tray = window.chat.files.tray
+    tray.add_paths(paths)
+    qtbot.waitUntil(lambda: len(tray.drafts) == 4 and not tray.reading(), timeout=20_000)
+    qtbot.wait(50)
+    chips = [d.chip for d in tray.drafts]
+    assert len({c.y() for c in chips}) > 1  # more than one line
+    right = tray.viewport().width()
+    assert all(c.mapTo(tray.viewport(), c.rect().topRight()).x() < right for c in chips)  # none past the edge
+    assert inside(chips[0], tray.viewport())  # the first lines show; more lines scroll
