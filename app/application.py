@@ -65,7 +65,7 @@ class ConfabApp(QObject):
         self.tray = Tray(self) if use_tray else None
         self.shortcut = GlobalShortcut(self)
         self.local_server = LocalServer(self.bridge.route, self)
-        self.window.statusBar().addPermanentWidget(self.local_server.label)
+        self.window.add_status_part(self.local_server.label)
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
@@ -259,6 +259,10 @@ class ConfabApp(QObject):
             self.window.current_id or self.window.last_open_id))
 
     def show_quick_chat(self, geometry: Optional[QRect] = None) -> None:
+        """By the tray icon: where it was clicked, or (the hotkey gives no place) where the icon is,
+        so the panel opens beside the icon instead of over it."""
+        if (geometry is None or not geometry.isValid()) and self.tray is not None:
+            geometry = self.tray.geometry()
         self.quick_chat.show_near(geometry)
 
     def continue_in_window(self, conversation_id: int) -> None:

@@ -2,6 +2,7 @@
 
     path = resource_path("confab.svg")     # FileNotFoundError names every place it looked
     window.setWindowIcon(app_icon())      # needs a QGuiApplication
+    button.setIcon(ui_icon("paperclip"))  # resources/ui/paperclip.svg: no emoji font needed
 
 From source the files sit in `resources/` next to the `app` package; a PyInstaller build unpacks its
 data under `sys._MEIPASS`, so the spec adds `("resources", "resources")` to `datas`.
@@ -20,6 +21,9 @@ RESOURCES_DIR = "resources"
 ICON_NAME = "confab.svg"
 ICON_SIZES = (16, 32, 64, 128, 256)
 """Pixel sizes rendered into the app icon: tray icons and some platforms ask for a pixmap, not SVG."""
+UI_ICONS = "ui"
+"""Folder (under resources/) of the small SVG icons the window uses where an emoji would need a
+font that many machines lack (📎, 📄, 📕, ⚠ drew as empty boxes there)."""
 
 
 def resource_dirs() -> list[Path]:
@@ -54,6 +58,19 @@ def app_icon() -> QIcon:
         for size in ICON_SIZES:
             icon.addPixmap(_render(renderer, size))
     return icon
+
+
+def ui_icon(name: str) -> QIcon:
+    """The window's icon `name` (resources/ui/<name>.svg), sharp at any size."""
+    icon = QIcon()
+    icon.addFile(str(resource_path(f"{UI_ICONS}/{name}.svg")))
+    return icon
+
+
+def ui_pixmap(name: str, size: int) -> QPixmap:
+    """The icon `name` as a `size`-pixel pixmap (for a label, or an image in rich text)."""
+    renderer = QSvgRenderer(str(resource_path(f"{UI_ICONS}/{name}.svg")))
+    return _render(renderer, size)
 
 
 def _render(renderer: QSvgRenderer, size: int) -> QPixmap:

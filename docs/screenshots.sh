@@ -2,7 +2,8 @@
 # Screenshots for the README: the main window (light, dark), the quick chat, a reply's versions with
 # Continue (versions.png), a thinking model's reply (reasoning.png), attached files (attachments.png)
 # and Get models…, on a sample data folder, in real windows on a virtual display.
-# Needs Xvfb (Debian/Ubuntu: apt-get install xvfb).
+# Needs Xvfb and the X11 libraries of Qt's xcb plugin (Debian/Ubuntu: apt-get install xvfb
+# libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxkbcommon-x11-0). The window has its default size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py setup

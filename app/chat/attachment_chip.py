@@ -1,5 +1,5 @@
-"""One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready ("📄 notes.md ·
-1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
+"""One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready (a file icon,
+"notes.md · 1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
 refused (why, and × to dismiss). `AttachmentTray` holds the chips and decides which state each is in.
 
 A count is the model's own (as the engine counts) or, marked "~", an estimate: a remote model's
@@ -16,6 +16,8 @@ from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.chat.attachment_count import TokenCount
+from app.fitting import ElidedLabel
+from app.resources import ui_pixmap
 
 ChipState = Literal["reading", "ready", "too_big", "refused"]
 WARN_COLOR = "#b36b00"
@@ -33,7 +35,11 @@ def short_name(name: str, limit: int = MAX_NAME) -> str:
 
 
 def icon_for(media_type: str) -> str:
-    return "📕" if media_type == "application/pdf" else "📄"
+    """The name of the icon (resources/ui/<name>.svg) shown on a file of `media_type`'s chip."""
+    return "file-pdf" if media_type == "application/pdf" else "file-text"
+
+
+ICON_PX = 16
 
 
 class AttachmentChip(QFrame):
@@ -48,8 +54,10 @@ class AttachmentChip(QFrame):
         self.name = name
         self.state: ChipState = "reading"
         self.setAccessibleName(f"Attached file {name}")
-        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # never squeezed
-        self.label = QLabel(accessibleName="Attached file")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)  # narrower: the text elides
+        self.icon = QLabel(accessibleName="File type")
+        self.label = ElidedLabel()  # the whole text is in the chip's tooltip
+        self.label.setAccessibleName("Attached file")
         self.bar = QProgressBar(accessibleName=f"Reading {name}", maximumWidth=90, maximumHeight=12,
                                 textVisible=False, minimum=0, maximum=1000)
         self.fit_button = QToolButton(text="Attach the first part", autoRaise=True,
@@ -65,34 +73,34 @@ class AttachmentChip(QFrame):
         box = QHBoxLayout(self)
         box.setContentsMargins(8, 1, 2, 1)
         box.setSpacing(4)
-        for w in (self.label, self.bar, self.fit_button, self.remove_button):
+        for w in (self.icon, self.label, self.bar, self.fit_button, self.remove_button):
             box.addWidget(w)
         self.show_reading(0.0)
 
     def show_reading(self, fraction: float) -> None:
-        self._set("reading", f"{icon_for('')} {short_name(self.name)}", f"Reading {self.name}…")
+        self._set("reading", short_name(self.name), f"Reading {self.name}…")
         self.bar.setRange(0, 1000)
         self.bar.setValue(round(fraction * 1000))
         self.remove_button.setToolTip("Stop reading this file")
 
     def show_fitting(self) -> None:
         """Searching for the first part that fits (the model counts its tokens): a busy bar."""
-        self._set("reading", f"{icon_for('')} {short_name(self.name)}",
+        self._set("reading", short_name(self.name),
                   f"Finding the first part of {self.name} that fits…")
         self.bar.setRange(0, 0)
         self.remove_button.setToolTip("Remove this file")
 
     def show_ready(self, media_type: str, counted: TokenCount, size: int, truncated: bool) -> None:
         part = " (first part)" if truncated else ""
-        self._set("ready", f"{icon_for(media_type)} {short_name(self.name)}{part} · {counted.text} tokens",
+        self._set("ready", f"{short_name(self.name)}{part} · {counted.text} tokens",
                   f"{self.name}{part}\n{media_type}, {file_size(size)}, {_tokens_words(counted)} sent to "
-                  "the model")
+                  "the model", icon_for(media_type))
         self.remove_button.setToolTip("Remove this file")
 
     def show_too_big(self, counted: TokenCount, room: int) -> None:
         fit = f"~{room:,}" if not counted.exact and not counted.counted_chars else f"{room:,}"  # estimated room
-        text = (f"⚠ {short_name(self.name)}: {counted.text} tokens, {fit} fit" if room > 0
-                else f"⚠ {short_name(self.name)}: {counted.text} tokens, no room left")
+        text = (f"{short_name(self.name)}: {counted.text} tokens, {fit} fit" if room > 0
+                else f"{short_name(self.name)}: {counted.text} tokens, no room left")
         more = " about" if not counted.exact and not counted.counted_chars else ""
         self._set("too_big", text, f"{self.name} is {_tokens_words(counted)}, but only{more} {room:,} more fit "
                   "in the model's context with this conversation. Attach its first part, or remove it.")
@@ -100,10 +108,13 @@ class AttachmentChip(QFrame):
         self.remove_button.setToolTip("Remove this file")
 
     def show_refused(self, reason: str) -> None:
-        self._set("refused", f"⚠ {reason}", reason)
+        self._set("refused", reason, reason)
         self.remove_button.setToolTip("Dismiss")
 
-    def _set(self, state: ChipState, text: str, tip: str) -> None:
+    def _set(self, state: ChipState, text: str, tip: str, icon: str = "file-text") -> None:
+        """Show `state`: `text` beside `icon` (a warning sign when the chip needs the user)."""
+        warn = state in ("too_big", "refused")
+        self.icon.setPixmap(ui_pixmap("warning" if warn else icon, ICON_PX))
         if state != "reading":
             self.bar.setRange(0, 1000)  # out of the busy look of `show_fitting`
         self.state = state
@@ -111,7 +122,6 @@ class AttachmentChip(QFrame):
         self.setToolTip(tip)
         self.bar.setVisible(state == "reading")
         self.fit_button.setVisible(state == "too_big")
-        warn = state in ("too_big", "refused")
         self.label.setStyleSheet(f"color: {WARN_COLOR};" if warn else "")
         self.update()
 

@@ -25,16 +25,19 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from app.chat.attachment_chip import AttachmentChip
 from app.chat.attachment_count import Counter, TokenCount, count_read, count_text, estimated, fit_part
 from app.chat.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
 from app.bridge import GuiRoute
+from app.fitting import FlowLayout
 from app.store import Attachment
 
 READERS = 2
 """Files read at once (more only compete for the same disk and CPU)."""
+MAX_LINES = 3
+"""Lines of chips shown before the row scrolls."""
 PROGRESS_STEP = 0.01
 """Smallest change of a read's progress worth a repaint (at most 100 posts per file)."""
 
@@ -57,7 +60,7 @@ class _Draft:
 
 
 class AttachmentTray(QScrollArea):
-    """The chips of the files to send, in a row that scrolls sideways when they do not fit; hidden
+    """The chips of the files to send, on as many lines as they need (up to `MAX_LINES`); hidden
     while there are none. `changed` fires whenever the files to send, or their token count,
     change (the context meter follows it)."""
 
@@ -79,13 +82,12 @@ class AttachmentTray(QScrollArea):
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidgetResizable(True)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # past `MAX_LINES`
         row = QWidget()
         self.setWidget(row)
-        self._box = QHBoxLayout(row)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._box = FlowLayout(row, spacing=6)  # chips wrap onto more lines; never past the edge
         self._box.setContentsMargins(0, 0, 0, 2)
-        self._box.setSpacing(6)
-        self._box.addStretch(1)
         drafts, readers = self.drafts, self._readers  # the tray going away (window closed) stops every read
         self.destroyed.connect(lambda *_: ([d.cancel.set() for d in drafts],
                                            readers.shutdown(wait=False, cancel_futures=True)))
@@ -112,7 +114,7 @@ class AttachmentTray(QScrollArea):
             draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
             draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
             self.drafts.append(draft)
-            self._box.insertWidget(self._box.count() - 1, draft.chip)
+            self._box.addWidget(draft.chip)
             self._readers.submit(self._read, draft, self.keep_bytes, self.context())
         self._update()
 
@@ -124,7 +126,7 @@ class AttachmentTray(QScrollArea):
             draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
             draft.chip.show_ready(a.media_type, draft.counted, a.size, a.truncated)
             self.drafts.append(draft)
-            self._box.insertWidget(self._box.count() - 1, draft.chip)
+            self._box.addWidget(draft.chip)
             if draft.count is not None:  # the estimate until the model has counted it again
                 self._readers.submit(self._recount, draft, a)
         self._update()
@@ -273,7 +275,15 @@ class AttachmentTray(QScrollArea):
 
     def _update(self) -> None:
         self.setVisible(bool(self.drafts))
-        chip = self.drafts[0].chip.sizeHint().height() if self.drafts else 0
-        room_for_bar = self.horizontalScrollBar().sizeHint().height()
-        self.setFixedHeight(chip + 4 + room_for_bar)  # room for the sideways bar when many chips
+        self._fit_height()
         self.changed.emit()
+
+    def _fit_height(self) -> None:
+        """As tall as its lines of chips, up to `MAX_LINES` (then it scrolls)."""
+        chip = self.drafts[0].chip.sizeHint().height() if self.drafts else 0
+        lines = self._box.heightForWidth(max(1, self.viewport().width()))
+        self.setFixedHeight(min(lines, MAX_LINES * (chip + self._box.spacing())) + 4)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit_height()

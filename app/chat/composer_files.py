@@ -1,4 +1,4 @@
-"""Attaching files to the next message of a chat panel: the 📎 button, the row of chips above the
+"""Attaching files to the next message of a chat panel: the Attach button (a paperclip), the row of chips above the
 composer, files pasted or dropped on it, and their tokens in the context meter.
 
     files = ComposerFiles(composer, meter, parent=panel)
@@ -13,6 +13,7 @@ from typing import Optional
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QPushButton, QWidget
 
+from app.resources import ui_icon
 from app.chat.attachment_tray import AttachmentTray
 from app.chat.composer import Composer
 from app.chat.context_meter import ContextMeter
@@ -36,7 +37,7 @@ class ComposerFiles(QObject):
         self.tray.room = self.room
         self.tray.context = lambda: self.meter.limit or None
         self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens(), self.tray.exact()))
-        self.button = QPushButton(text="📎 Attach…", accessibleName="Attach files",
+        self.button = QPushButton(ui_icon("paperclip"), "Attach…", accessibleName="Attach files",
                                   toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
                                           "(or drop or paste them here)")
         self.button.clicked.connect(self.pick)
@@ -52,7 +53,7 @@ class ComposerFiles(QObject):
         return max(0, limit - self.meter.used - self.meter.draft - min(REPLY_ROOM, limit // 4))
 
     def pick(self) -> None:
-        """The 📎 button: choose files to attach."""
+        """The Attach button: choose files to attach."""
         paths = open_files(self.button.window(), "Attach files", FILE_FILTER)
         if paths:
             self.tray.add_paths(paths)

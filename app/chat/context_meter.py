@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QWidget
 
+from app.fitting import ElidedLabel
 from app.store import Message
 
 CHARS_PER_TOKEN = 4.0
@@ -48,15 +49,19 @@ def used_tokens(messages: list[Message]) -> int:
                       for m in messages[start:])
 
 
-class ContextMeter(QLabel):
-    """ "2,310 / 4,096 tokens"; a warning with what will happen when the next message would not fit."""
+class ContextMeter(ElidedLabel):
+    """ "2,310 / 4,096 tokens"; a warning with what will happen when the next message would not fit.
+    Short of room, "2,310/4,096" (the words are in its tooltip)."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
-        super().__init__(parent)
+        super().__init__("", parent, min_width=40)
         self.setAccessibleName("Context used")
         self.limit = 0
         self.used = 0
         self.draft = 0
+        self.reply = 0
+        """Tokens of a reply streaming now, estimated from its text since `set_used`."""
+        self._counted = 0
         self.files = 0
         """Tokens of the files attached to the draft (see `files_exact`)."""
         self.files_exact = False
@@ -70,9 +75,17 @@ class ContextMeter(QLabel):
         self.limit = max_context
         self._update()
 
-    def set_used(self, tokens: int) -> None:
-        self.used = tokens
+    def set_used(self, tokens: int, streamed: str = "") -> None:
+        """What the conversation fills, `streamed` (the text of a reply streaming now) included."""
+        self.used, self.reply, self._counted = tokens, 0, len(streamed)
         self._update()
+
+    def follow_reply(self, streamed: str) -> None:
+        """A reply streams: the count moves with what it wrote since `set_used` (estimated)."""
+        tokens = estimate_tokens(streamed[self._counted:])
+        if tokens != self.reply:
+            self.reply = tokens
+            self._update()
 
     def set_draft(self, text: str) -> None:
         self.draft = estimate_tokens(text)
@@ -88,17 +101,18 @@ class ContextMeter(QLabel):
         if self.limit <= 0:
             self.hide()
             return
-        total = self.used + self.draft + self.files
+        total = self.used + self.reply + self.draft + self.files
         self.level = "full" if total >= self.limit else "nearly" if total >= NEARLY_FULL * self.limit else "ok"
-        figures = f"{min(self.used + self.files, self.limit):,} / {self.limit:,} tokens"
+        shown = min(self.used + self.reply + self.files, self.limit)
+        figures, short = f"{shown:,} / {self.limit:,} tokens", f"{shown:,}/{self.limit:,}"
         if self.level == "full":
-            self.setText(f"⚠ {figures} — full: the next message will not be answered")
+            self.setText(f"⚠ {figures} — full: the next message will not be answered", f"⚠ {short} full")
             self.setToolTip(FULL_TIP.format(limit=self.limit))
         elif self.level == "nearly":
-            self.setText(f"⚠ {figures} — nearly full")
+            self.setText(f"⚠ {figures} — nearly full", f"⚠ {short} nearly full")
             self.setToolTip(NEARLY_FULL_TIP.format(limit=self.limit))
         else:
-            self.setText(figures)
+            self.setText(figures, short)
             self.setToolTip(f"Tokens this conversation fills of the model's context ({self.limit:,})"
                             + (f", with {'' if self.files_exact else 'about '}{self.files:,} of the attached files"
                                if self.files else ""))

@@ -1,18 +1,58 @@
-"""A sent message's files: a row of chips under its header, each opening a window with the file's
-text in full (what the model was sent)."""
+"""A sent message's files: chips under its header (as many per line as fit, then the next line),
+each opening a window with the file's text in full (what the model was sent)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QPlainTextEdit, QToolButton,
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QSizePolicy, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.chat.attachment_chip import file_size, icon_for, short_name
 from app.chat.context_meter import estimate_tokens
+from app.fitting import FlowLayout
+from app.resources import ui_icon
 from app.store import Attachment
+
+
+class ChipButton(QToolButton):
+    """A file's chip: its icon and text, elided with "…" when the line is narrower than the chip
+    (`text()` stays the whole text)."""
+
+    def __init__(self, text: str, icon: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.setIcon(ui_icon(icon))
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self._full = text
+        super().setText(text)
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        """The size of the chip with its whole text, whatever is shown now."""
+        hint = super().sizeHint()
+        metrics = self.fontMetrics()
+        return QSize(hint.width() - metrics.horizontalAdvance(super().text()) + metrics.horizontalAdvance(self._full)
+                     + 2, hint.height())  # 2: whole pixels round a text's width down
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
+        hint = self.sizeHint()
+        return QSize(min(hint.width(), self.iconSize().width() + 48), hint.height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        metrics = self.fontMetrics()
+        room = self.width() - (self.sizeHint().width() - 2 - metrics.horizontalAdvance(self._full)) + 1
+        shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, max(room, 0))
+        if shown != super().text():
+            super().setText(shown)
 
 
 class MessageFiles(QWidget):
@@ -24,10 +64,8 @@ class MessageFiles(QWidget):
         self.attachments: tuple[Attachment, ...] = ()
         self.chips: list[QToolButton] = []
         self.viewer: Optional[AttachmentViewer] = None
-        self._box = QHBoxLayout(self)
+        self._box = FlowLayout(self, spacing=6)
         self._box.setContentsMargins(0, 2, 0, 2)
-        self._box.setSpacing(6)
-        self._box.addStretch(1)
         self.hide()
 
     def show_files(self, attachments: tuple[Attachment, ...]) -> None:
@@ -40,13 +78,13 @@ class MessageFiles(QWidget):
         self.chips = []
         for a in attachments:
             part = " (first part)" if a.truncated else ""
-            chip = QToolButton(text=f"{icon_for(a.media_type)} {short_name(a.name)}{part} · "
-                                    f"~{estimate_tokens(a.text):,} tokens",
-                               accessibleName=f"Open attached file {a.name}", objectName="attachmentChip",
-                               toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
+            chip = ChipButton(f"{short_name(a.name)}{part} · ~{estimate_tokens(a.text):,} tokens",
+                              icon_for(a.media_type), accessibleName=f"Open attached file {a.name}",
+                              objectName="attachmentChip",
+                              toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
             chip.setCursor(Qt.CursorShape.PointingHandCursor)
             chip.clicked.connect(lambda _=False, a=a: self.open(a))
-            self._box.insertWidget(self._box.count() - 1, chip)
+            self._box.addWidget(chip)
             self.chips.append(chip)
         self.setVisible(bool(attachments))
 

@@ -7,22 +7,22 @@ Split from `view` (the chat view), which arranges these in a scrolling column an
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Optional
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette, QWheelEvent
-from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
-                               QTextBrowser, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from app.chat.markdown_render import code_blocks, copy_index, render_markdown
+from app.chat.message_body import MessageBody
 from app.chat.message_editor import EditPanel
 from app.chat.message_attachments import MessageFiles
 from app.chat.prefill_progress import PrefillProgress
 from app.store import Message
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
+from app.fitting import ElidedLabel, FlowLayout, WrapLabel
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
@@ -87,42 +87,6 @@ def status_note(shown: Shown) -> str:
     return f"{note}: {shown.error}" if shown.status == "error" and shown.error else note
 
 
-class MessageBody(QTextBrowser):
-    """Read-only rich text as tall as its content and as wide as the view, with no scroll bars;
-    the mouse wheel over it scrolls the chat view."""
-
-    def __init__(self, parent: Optional[QWidget] = None) -> None:
-        super().__init__(parent)
-        self.setOpenLinks(False)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.viewport().setAutoFillBackground(False)
-        # No style sheet for transparency: a styled widget stops following palette changes (dark mode).
-        self.document().setDocumentMargin(2)
-        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
-
-    def _fit_height(self) -> None:
-        height = math.ceil(self.document().size().height()) + 2 * self.frameWidth() + 1
-        if height != self.height():
-            self.setFixedHeight(height)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        super().resizeEvent(event)
-        self._fit_height()
-
-    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt name)
-        """Scroll the conversation, not this (never scrolling) text."""
-        area = self.parentWidget()
-        while area is not None and not isinstance(area, QScrollArea):
-            area = area.parentWidget()
-        if area is None:
-            event.ignore()
-        else:
-            QApplication.sendEvent(area.verticalScrollBar(), event)
-
-
 class MessageView(QFrame):
     """One message: a header (role, status note, buttons) over its rendered Markdown, or over an
     inline editor while the user edits it."""
@@ -155,6 +119,7 @@ class MessageView(QFrame):
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(2)
         box.addLayout(self.header)
+        box.addWidget(self.note_label)  # its own line: a long error wraps there, never widens the header
         self.files = MessageFiles()
         box.addWidget(self.files)
         self.progress = PrefillProgress()
@@ -171,9 +136,11 @@ class MessageView(QFrame):
         font = self.role_label.font()
         font.setBold(True)
         self.role_label.setFont(font)
-        self.note_label = QLabel(accessibleName="Reply status")
+        self.note_label = WrapLabel()
+        self.note_label.setAccessibleName("Reply status")
         self.note_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self.model_label = QLabel(accessibleName="Model that wrote this reply")
+        self.model_label = ElidedLabel()
+        self.model_label.setAccessibleName("Model that wrote this reply")
         self.model_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         small = self.model_label.font()
         small.setPointSizeF(small.pointSizeF() * 0.85)
@@ -187,13 +154,15 @@ class MessageView(QFrame):
         self.edit_button.clicked.connect(self.start_edit)
         self.regenerate_button = _small_button("Regenerate", "Regenerate reply", "Write this reply again")
         self.regenerate_button.clicked.connect(self.regenerate_clicked)
-        self.header = QHBoxLayout(spacing=6)
-        self.header.addWidget(self.role_label)
-        self.header.addWidget(self.note_label)
-        self.header.addStretch(1)
+        self.buttons = QWidget()  # the buttons wrap onto a second line rather than pass the edge
+        flow = FlowLayout(self.buttons, spacing=6)
         for w in (self.previous_button, self.version_label, self.next_button, self.continue_button,
                   self.edit_button, self.regenerate_button, self.copy_button):
-            self.header.addWidget(w)
+            flow.addWidget(w)
+        self.header = QHBoxLayout(spacing=6)
+        self.header.addWidget(self.role_label, 0, Qt.AlignmentFlag.AlignTop)
+        self.header.addStretch(1)
+        self.header.addWidget(self.buttons)
 
     def setup_versions(self) -> None:
         """"‹ 2/3 ›": which version of this message is shown, and buttons to the others."""
@@ -273,7 +242,7 @@ class MessageView(QFrame):
         self.role_label.setText(name)
         self.body.setAccessibleName(f"{name} message")
         note = status_note(shown)
-        self.note_label.setText(note if len(note) <= 100 else note[:99] + "…")
+        self.note_label.setText(note if len(note) <= 300 else note[:299] + "…")
         self.note_label.setToolTip(note)
         self.note_label.setVisible(bool(note))
         model = shown.model if shown.role == "assistant" and shown.model else ""

@@ -19,7 +19,7 @@ from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
 from app.chat.composer_files import ComposerFiles
-from app.chat.header import SETTINGS_BUTTON_TEXT, PromptBadge, TitleLabel
+from app.chat.header import HeaderFit, PromptBadge, SettingsButton, TitleLabel
 from app.chat.markdown_render import plain_title
 from app.store import Attachment, Message
 from app.chat.thinking_block import ThinkSwitch
@@ -66,6 +66,7 @@ class ChatPanel(QWidget):
         """Counts the pages shown (each `show_conversation`), so late answers find the page moved on."""
         self._sent_base = 0
         """Tokens the meter showed before the last message was sent (see `_meter_from_prefill`)."""
+
         self._creating: Optional[int] = None
         """The page whose first message's conversation is being created; it becomes current when it
         exists, unless the user has moved to another page by then (Ctrl+N: that page takes a
@@ -85,7 +86,7 @@ class ChatPanel(QWidget):
         self.title_label.setFont(font)
         self.prompt_badge = PromptBadge()
         self.context_meter = ContextMeter()
-        self.settings_button = QPushButton(SETTINGS_BUTTON_TEXT)
+        self.settings_button = SettingsButton()
         self.settings_button.setAccessibleName("Conversation settings")
         self.settings_button.setToolTip("System prompt, temperature, top-p and reply length for this conversation")
         self.settings_button.clicked.connect(self.ask_settings)
@@ -105,7 +106,7 @@ class ChatPanel(QWidget):
         self.composer.textChanged.connect(lambda: self.context_meter.set_draft(self.composer.toPlainText()))
         self.composer.stop_requested.connect(self.stop)
         self.files = ComposerFiles(self.composer, self.context_meter, self)
-        """Files attached to the next message (📎, drop, paste) and their chips."""
+        """Files attached to the next message (Attach…, drop, paste) and their chips."""
         self.send_button = QPushButton("Send")
         self.send_button.setAccessibleName("Send message")
         self.send_button.setToolTip("Send (Enter)")
@@ -117,12 +118,14 @@ class ChatPanel(QWidget):
         self.stop_button.setEnabled(False)
 
     def setup_layout(self) -> None:
-        header = QHBoxLayout()
+        header_row = QWidget()  # every part gives up width (see `header`): none can push the window
+        header = QHBoxLayout(header_row)
+        header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(self.title_label, stretch=1)
-        header.addWidget(self.prompt_badge)
-        header.addWidget(self.context_meter)
-        header.addWidget(self.think_switch)
-        header.addWidget(self.settings_button)
+        parts = [self.prompt_badge, self.context_meter, self.think_switch, self.settings_button]
+        for part in parts:
+            header.addWidget(part)
+        self.header_fit = HeaderFit(header_row, parts)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
@@ -133,7 +136,7 @@ class ChatPanel(QWidget):
         compose_row.addLayout(buttons)
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 6, 6, 6)
-        box.addLayout(header)
+        box.addWidget(header_row)
         box.addWidget(self.chat_view, stretch=1)
         box.addWidget(self.files.tray)
         box.addLayout(compose_row)
@@ -185,7 +188,7 @@ class ChatPanel(QWidget):
             messages = messages[:-1] + [_with_content(messages[-1], running, self.thought.get(conversation_id, ""))]
         self.chat_view.set_messages(conversation_id, messages)
         self.title_label.setText(title or UNTITLED)  # with its messages, in the same frame
-        self.context_meter.set_used(used_tokens(messages))
+        self._set_meter(used_tokens(messages))
         if conversation_id in self.reading:
             self.chat_view.show_prefill(*self.reading[conversation_id])
         self._update_controls()
@@ -210,7 +213,7 @@ class ChatPanel(QWidget):
         files = self.files.tray.take()
         self._sent_base = self.context_meter.used
         sent = estimate_tokens(text) + sum(estimate_tokens(a.text) for a in files)
-        self.context_meter.set_used(self.context_meter.used + sent + 4)  # until its reply counts
+        self._set_meter(self.context_meter.used + sent + 4)  # until its reply counts
         named = text or (files[0].name if files else "")
         if self.current_id is None:
             page = self._creating = self._page
@@ -299,6 +302,8 @@ class ChatPanel(QWidget):
         cid = send.conversation_id
         self.streaming[cid] = so_far
         self.thought[cid] = thought
+        if cid == self.current_id:
+            self.context_meter.set_used(self.context_meter.used, so_far + thought)  # counted already
         if placeholder:
             self.chat_view.add_pending("assistant", "")
         (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk))
@@ -327,13 +332,20 @@ class ChatPanel(QWidget):
             self.reading.pop(conversation_id, None)
         if conversation_id == self.current_id and (text or reasoning):
             self.chat_view.append_to_last(text, reasoning)
+            self.context_meter.follow_reply(self._streamed(conversation_id))  # the count moves as it streams
+
+    def _streamed(self, conversation_id: Optional[int]) -> str:
+        return self.streaming.get(conversation_id, "") + self.thought.get(conversation_id, "")
+
+    def _set_meter(self, tokens: int) -> None:
+        self.context_meter.set_used(tokens, self._streamed(self.current_id))
 
     def _meter_from_prefill(self, to_read: int) -> None:
         """The engine's count replaces the draft's estimate: `to_read` is the new part on a warm
         session (add what was there), or the whole prompt when it is read from the text again (it
         is then at least what was there)."""
         base = self._sent_base
-        self.context_meter.set_used(to_read if to_read >= base else base + to_read)
+        self._set_meter(to_read if to_read >= base else base + to_read)
 
     def _on_finished(self, finished: Finished) -> None:
         self._reply_ended(finished.conversation_id)

@@ -53,17 +53,18 @@ def make_sample_folder(home: Path) -> None:
         store.close()
 
 
-def start_window(home: Path, height: int = 700):
-    """(qapp, confab): Confab on `home` in a 1100 × `height` window, the bundled model loaded. Every
-    screenshot script starts this way."""
+def start_window(home: Path, height: int = 0):
+    """(qapp, confab): Confab on `home` in a window of its default size (1040 × 680; `height`:
+    another height), the bundled model loaded. Every screenshot script starts this way."""
     from PySide6.QtWidgets import QApplication
 
     from app.application import ConfabApp
     from app.devtools.self_test import wait_until
+    from app.window.main_window import DEFAULT_SIZE
 
     qapp = QApplication.instance() or QApplication(sys.argv[:1])
     confab = ConfabApp(qapp, home, EngineConfig(), use_tray=False)
-    confab.window.resize(1100, height)
+    confab.window.resize(DEFAULT_SIZE[0], height or DEFAULT_SIZE[1])
     confab.show_window()
     confab.load(DEFAULT_MODEL)
     wait_until(qapp, lambda: confab.window.state == "ready", 600, "the bundled model")

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     make_sample_folder(home)
     qapp = QApplication(sys.argv[:1])  # before the files: the PDF is written with Qt's QPdfWriter
     files = write_files(Path(tempfile.mkdtemp(prefix="confab-files-")))
-    qapp, confab = start_window(home, 700)
+    qapp, confab = start_window(home)
     window = confab.window
     chat, tray = window.chat, window.chat.files.tray
 

@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_folder(home)
-    qapp, confab = start_window(home, 780)
+    qapp, confab = start_window(home)
     window = confab.window
     window.bridge.run(lambda store: store.list_conversations()[0].id).success(window.show_conversation)
     wait_until(qapp, lambda: len(window.chat_view.message_views()) == len(TURNS), 30, "the conversation")

@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="confab-screenshots-"))
     make_sample_folder(home)
-    qapp, confab = start_window(home, 700)
+    qapp, confab = start_window(home)
     window = confab.window
     chat = window.chat
 

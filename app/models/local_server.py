@@ -22,11 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Optional
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QLabel
 
 from engine import Engine
 
 from app.bridge import GuiRoute
+from app.window.status_parts import PartLabel
 
 if TYPE_CHECKING:
     from engine.server import BackgroundServer, EngineHost
@@ -56,7 +56,7 @@ class LocalServer(QObject):
         self._wanted: Optional[tuple[int, str]] = None
         self._closed = False
         self.address = ""
-        self.label = QLabel()
+        self.label = PartLabel()  # a status bar part (`MainWindow.add_status_part`)
         self.label.setAccessibleName("Local API server address")
         self.label.setToolTip("The local API server: point OpenAI-compatible tools at this address")
         self.label.hide()

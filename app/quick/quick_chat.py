@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QPalette
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QPalette, QTextDocument
 from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QTextBrowser, QToolButton, QVBoxLayout, QWidget)
 
@@ -27,6 +27,7 @@ from app.chat.composer_files import REPLY_ROOM
 from app.chat.file_drop import FileDrop, local_files
 from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 from app.chat.prefill_progress import progress_text
+from app.resources import ui_pixmap
 from app.store import Conversation, Store
 from engine import Chunk
 
@@ -34,6 +35,8 @@ TITLE = "Quick chat"
 """Title of the store conversation the quick chat writes to."""
 SIZE = QSize(440, 340)
 MARGIN = 8
+PAPERCLIP_URL = "confab-icon:paperclip"
+"""The question's file icon, a resource of the answer's document."""
 """Pixels kept between the panel and the tray icon or the screen's edge."""
 SAFE_SCHEMES = ("http", "https", "mailto")
 """Links in an answer that a click opens."""
@@ -87,6 +90,8 @@ class QuickChat(QWidget):
         self.conversation_id: int | None = None
         """The conversation the last question went to (None before the first one)."""
         self.question = ""
+        self.question_files: tuple[str, ...] = ()
+        """Names of the files sent with the question (shown before it, each after a paperclip)."""
         self.reply_text = ""
         """The answer as streamed so far (raw Markdown)."""
         self.ready = False
@@ -215,7 +220,7 @@ class QuickChat(QWidget):
             return
         files = self.files.take()
         self._asking, self._stop_early = True, False
-        self.question = "  ".join([*(f"📎 {a.name}" for a in files), text])
+        self.question, self.question_files = text, tuple(a.name for a in files)
         self.reply_text = ""
         self.input.clear()
         self.status_label.setText("Thinking…")
@@ -284,8 +289,12 @@ class QuickChat(QWidget):
         bar = self.answer.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
         dark = self.palette().color(QPalette.ColorRole.Window).lightness() < 128
+        clip = QUrl(PAPERCLIP_URL)  # an icon, not 📎: many machines have no emoji font
+        self.answer.document().addResource(QTextDocument.ResourceType.ImageResource, clip, ui_pixmap("paperclip", 14))
+        files = "".join(f'<img src="{PAPERCLIP_URL}" width="14" height="14"> {html.escape(name)}&nbsp;&nbsp;'
+                        for name in self.question_files)
         question = (f'<p style="color: {"#9aa0a6" if dark else "#5f6368"};">'
-                    f"{html.escape(self.question)}</p>") if self.question else ""
+                    f"{files}{html.escape(self.question)}</p>") if self.question or files else ""
         self.answer.setHtml(question + render_markdown(self.reply_text, dark=dark))
         if at_end:
             bar.setValue(bar.maximum())

@@ -14,11 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
-                               QFormLayout, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
-                               QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
+                               QFormLayout, QFrame, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
+                               QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from app.settings.local_server_settings import LocalServerGroup
 from app.settings.app_settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
@@ -26,6 +26,8 @@ from app.settings.app_settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_
 
 NO_TRAY_TEXT = "This system has no tray icon area"
 MENUBAR_ONLY_TEXT = "Menubar-only is a macOS option: it hides the Dock icon"
+MAX_HEIGHT = 660
+"""Tallest the dialog opens: it fits a 768 px screen with a title bar and a panel (it scrolls)."""
 _THEME_LABELS = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
 
 
@@ -48,20 +50,39 @@ class SettingsDialog(QDialog):
         self.setAccessibleName("Settings")
         self._settings = settings
         self._data_folder = Path(data_folder)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self._look_group(settings))
-        layout.addWidget(self._sampling_group(settings))
-        layout.addWidget(self._storage_group(settings))
-        layout.addWidget(self._window_group(settings, tray_available))
-        layout.addWidget(self._shortcut_group(settings, shortcut_status))
+        groups = QWidget()
+        column = QVBoxLayout(groups)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self._look_group(settings))
+        column.addWidget(self._sampling_group(settings))
+        column.addWidget(self._storage_group(settings))
+        column.addWidget(self._window_group(settings, tray_available))
+        column.addWidget(self._shortcut_group(settings, shortcut_status))
         self.local_server = LocalServerGroup(settings)
-        layout.addWidget(self.local_server)
+        column.addWidget(self.local_server)
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(groups)  # a short screen scrolls the groups; the buttons stay in view
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.scroll, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName("Save settings")
         buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Discard changes")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+        self._fit_screen(groups, buttons)
+
+    def _fit_screen(self, groups: QWidget, buttons: QWidget) -> None:
+        """As tall as the groups, but never taller than `MAX_HEIGHT` or most of the screen."""
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        room = min(MAX_HEIGHT, int(screen.height() * 0.9)) if screen is not None else MAX_HEIGHT
+        bar = self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
+        margins = self.layout().contentsMargins()
+        whole = groups.sizeHint().height() + buttons.sizeHint().height() + self.layout().spacing() \
+            + margins.top() + margins.bottom()
+        self.scroll.setMinimumWidth(groups.sizeHint().width() + bar)
+        self.resize(self.sizeHint().width(), min(whole, room))
 
     # -- groups ------------------------------------------------------------------------------------
     def _look_group(self, s: AppSettings) -> QGroupBox:

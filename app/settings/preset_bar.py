@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QSizePolicy, QWidget
+
+from app.fitting import ElidedLabel
 
 from app.settings.presets import Preset, clean_name, delete_preset, load_presets, save_preset
 from app.settings.dialog import named
@@ -38,17 +40,18 @@ class PresetBar(QWidget):
         self.save_button.clicked.connect(self.ask_save)
         self.delete_button = named(QPushButton("Delete"), "Delete preset", "Delete the chosen preset")
         self.delete_button.clicked.connect(self._delete)
-        self.message = QLabel("")
+        self.message = ElidedLabel("")  # "Saved “…”" never widens the dialog: elided, whole in its tooltip
         self.message.setAccessibleName("Preset message")
+        self.message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         label = QLabel("&Preset:")
         label.setBuddy(self.combo)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(label)
-        row.addWidget(self.combo, 1)
+        row.addWidget(self.combo, 2)
         row.addWidget(self.save_button)
         row.addWidget(self.delete_button)
-        row.addWidget(self.message)
+        row.addWidget(self.message, 1)
         self.reload()
 
     def reload(self, select: str = "") -> None:
@@ -72,11 +75,15 @@ class PresetBar(QWidget):
             prompt, sampling = self.current()
             stored = save_preset(self.home, name, Preset(prompt, sampling))
         except (ValueError, OSError) as e:
-            self.message.setText(str(e))
+            self._say(str(e))
             return False
-        self.message.setText(f"Saved “{stored}”.")
+        self._say(f"Saved “{stored}”.")
         self.reload(select=stored)
         return True
+
+    def _say(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setToolTip(text)
 
     def ask_save(self) -> None:
         name, ok = QInputDialog.getText(self, "Save as preset", "Preset name:",
@@ -88,12 +95,12 @@ class PresetBar(QWidget):
         self.delete_button.setEnabled(index > 0)
         preset = self.presets.get(self.combo.itemText(index)) if index > 0 else None
         if preset is not None:
-            self.message.setText("")
+            self._say("")
             self.chosen.emit(preset)
 
     def _delete(self) -> None:
         if self.combo.currentIndex() > 0:
             name = clean_name(self.combo.currentText())
             delete_preset(self.home, name)
-            self.message.setText(f"Deleted “{name}”.")
+            self._say(f"Deleted “{name}”.")
             self.reload()

@@ -1,4 +1,5 @@
-"""Light and dark looks: the Fusion style with a full palette, so every platform looks the same.
+"""Light and dark looks: the Fusion style with a full palette, so every platform looks the same
+(and check boxes with an outline that shows on the dark one).
 
 Palettes set every role in every color group (Disabled included) so disabled text, placeholders,
 selections, tooltips and links stay readable in both looks. "system" follows the desktop's color
@@ -7,9 +8,9 @@ scheme; connect `app.styleHints().colorSchemeChanged` to re-apply when it change
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory, QToolTip
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QToolTip
 
 R = QPalette.ColorRole
 G = QPalette.ColorGroup
@@ -72,6 +73,29 @@ def palette(dark: bool) -> QPalette:
     return pal
 
 
+class ConfabStyle(QProxyStyle):
+    """Fusion, with an outline an unchecked check box or radio button shows on a dark palette
+    (Fusion draws it a shade off the dark background, too faint to see)."""
+
+    INDICATORS = (QStyle.PrimitiveElement.PE_IndicatorCheckBox, QStyle.PrimitiveElement.PE_IndicatorRadioButton)
+
+    def drawPrimitive(self, element, option, painter: QPainter, widget=None) -> None:  # noqa: N802 (Qt name)
+        super().drawPrimitive(element, option, painter, widget)
+        if element not in self.INDICATORS or option.palette.color(R.Window).lightness() >= 128:
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        group = G.Active if option.state & QStyle.StateFlag.State_Enabled else G.Disabled
+        painter.setPen(QPen(option.palette.color(group, R.PlaceholderText), 1))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        box = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)
+        if element == QStyle.PrimitiveElement.PE_IndicatorRadioButton:
+            painter.drawEllipse(box)
+        else:
+            painter.drawRoundedRect(box, 2, 2)
+        painter.restore()
+
+
 def system_is_dark(app: QApplication) -> bool:
     """Whether the desktop asks for a dark look (Unknown counts as light)."""
     return app.styleHints().colorScheme() == Qt.ColorScheme.Dark
@@ -81,8 +105,8 @@ def apply_theme(app: QApplication, theme: str, font_size: int) -> bool:
     """Fusion style, the palette for `theme` ("system", "light" or "dark") and the font size in
     points. Returns whether the dark look is now in effect."""
     dark = theme == "dark" or (theme == "system" and system_is_dark(app))
-    if app.style().name().lower() != "fusion":
-        app.setStyle(QStyleFactory.create("Fusion"))
+    if not isinstance(app.style(), ConfabStyle):
+        app.setStyle(ConfabStyle(QStyleFactory.create("Fusion")))
     pal = palette(dark)
     app.setPalette(pal)
     QToolTip.setPalette(pal)  # tooltips keep their own palette otherwise

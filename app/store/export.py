@@ -52,15 +52,18 @@ def export_json(store: Store, conversation_id: int) -> str:
     return json.dumps(export_dict(store, conversation_id), ensure_ascii=False, indent=2)
 
 
-def import_json(store: Store, data: str | bytes | dict) -> Conversation:
+def import_json(store: Store, data: str | bytes | dict, *, title_mark: str = "") -> Conversation:
     """Create a new conversation from an export (text or dict), in one transaction. A reply that
-    was still `streaming` when exported is imported as `interrupted`. Raises ImportFormatError."""
+    was still `streaming` when exported is imported as `interrupted`; `title_mark` ("(imported)")
+    is added to its title, once, so the copy is told from the original. Raises ImportFormatError."""
     if not isinstance(data, dict):
         try:
             data = json.loads(data)
         except (ValueError, TypeError) as e:
             raise ImportFormatError(f"Not a Confab conversation: the file is not valid JSON ({e}).") from None
     conversation, messages = _validated(data)
+    if title_mark and not conversation["title"].endswith(title_mark):
+        conversation["title"] = f"{conversation['title']} {title_mark}".strip()
     with store.db.atomic():
         table = store.db["conversations"].insert(
             {**conversation, "pinned": int(conversation["pinned"]),

@@ -6,10 +6,11 @@ Kept apart from `conversation_list` so each file has one job: that one holds the
 
 from __future__ import annotations
 
+import html
 from typing import Protocol
 
 from PySide6.QtCore import QModelIndex, QSize, Qt
-from PySide6.QtGui import QAbstractTextDocumentLayout, QColor, QFont, QPalette, QTextDocument
+from PySide6.QtGui import QAbstractTextDocumentLayout, QColor, QFont, QFontMetrics, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 
@@ -30,6 +31,29 @@ TITLE_ROLE = Qt.ItemDataRole.UserRole + 2
 GENERATING_ROLE = Qt.ItemDataRole.UserRole + 3
 SNIPPET_ROLE = Qt.ItemDataRole.UserRole + 4
 """Search snippet as HTML (matches in <b>)."""
+
+
+LEAD_SHARE = 0.3
+"""Of a narrow row's width, at most this much text comes before a snippet's first match."""
+
+
+def snippet_for_width(snippet: str, metrics: QFontMetrics, width: int) -> str:
+    """The snippet (HTML, matches in <b>) with the words before its first match cut to "…" and
+    a few words, so that in a row `width` pixels wide the matched word is on the first line."""
+    start = snippet.find("<b>")
+    lead = html.unescape(snippet[:start]) if start > 0 else ""
+    room = int(width * LEAD_SHARE)
+    if not lead or metrics.horizontalAdvance(lead) <= room:
+        return snippet
+    words = lead.split(" ")
+    kept = ""
+    while words:
+        candidate = f"{words[-1]} {kept}" if kept else words[-1] + (" " if lead.endswith(" ") else "")
+        if metrics.horizontalAdvance("…" + candidate) > room:
+            break
+        kept = candidate
+        words.pop()
+    return "…" + html.escape(kept) + snippet[start:]
 
 
 class ConversationDelegate(QStyledItemDelegate):
@@ -81,8 +105,8 @@ class ConversationDelegate(QStyledItemDelegate):
             painter.drawText(top, left, opt.fontMetrics.elidedText(text, Qt.TextElideMode.ElideRight, top.width()))
             if kind == "hit":
                 font.setPointSizeF(font.pointSizeF() * 0.9)
-                self._paint_html(painter, index.data(SNIPPET_ROLE) or "", font, faint,
-                                 rect.adjusted(0, 9 + line, 0, -6))
+                snippet = snippet_for_width(index.data(SNIPPET_ROLE) or "", QFontMetrics(font), rect.width())
+                self._paint_html(painter, snippet, font, faint, rect.adjusted(0, 9 + line, 0, -6))
         painter.restore()
 
     @staticmethod

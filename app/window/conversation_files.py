@@ -30,6 +30,10 @@ MAX_IMPORT_BYTES = 256 << 20
 """Refuse bigger files at once with a clear reason rather than reading them into memory."""
 
 
+IMPORTED_MARK = "(imported)"
+"""Added to an imported conversation's title: the copy is told from the original in the list."""
+
+
 def file_name(title: str, suffix: str) -> str:
     """A safe file name from a conversation title ("Untitled conversation" when none)."""
     stem = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80].strip() or "Untitled conversation"
@@ -48,7 +52,7 @@ def read_import(store, path: Path):
     size = path.stat().st_size
     if size > MAX_IMPORT_BYTES:
         raise ValueError(f"The file is {size / (1 << 20):,.0f} MiB; a conversation export is far smaller.")
-    return import_json(store, path.read_bytes())
+    return import_json(store, path.read_bytes(), title_mark=IMPORTED_MARK)
 
 
 class ConversationFiles(QObject):

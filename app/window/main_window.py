@@ -19,12 +19,18 @@ from app.chat.panel import ChatPanel
 from app.window.conversation_files import ConversationFiles
 from app.window.conversation_list import ConversationList
 from app.chat.file_drop import FileDrop
-from app.window.status_parts import PartLabel, StatusPart, backend_text, backend_tip
+from app.window.status_parts import (PartLabel, StatusPart, StatusParts, backend_compact, backend_text, backend_tip,
+                                     short_address, short_model)
 from app.store import Conversation
 from app.window.undo_bar import UndoBar
 from app.window.status import StatusFigures, StatusNotices
 
 State = Literal["loading", "ready", "failed"]
+DEFAULT_SIZE = (1040, 680)
+MINIMUM_SIZE = (640, 480)
+"""The narrowest and lowest the window goes; every row in it fits down to this (tests/app/*/test_layout_*)."""
+LIST_WIDTH = 260
+"""The conversation list's width at first start (then the user's, remembered)."""
 NOTICE_MS = 5000
 """How long a notice stays (an error: `ERROR_MS`)."""
 ERROR_MS = 15000
@@ -89,7 +95,8 @@ class MainWindow(QMainWindow):
     # -- setup -------------------------------------------------------------------------------------
     def setup_window(self) -> None:
         self.setWindowTitle("Confab")
-        self.resize(1040, 680)
+        self.setMinimumSize(*MINIMUM_SIZE)
+        self.resize(*DEFAULT_SIZE)
 
     def setup_widgets(self) -> None:
         self.conversation_list = ConversationList()
@@ -125,8 +132,10 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter()
         self.splitter.addWidget(left)
         self.splitter.addWidget(self.chat)
+        self.splitter.setStretchFactor(0, 0)  # a resize goes to the chat; the list keeps its width
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([260, 780])
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([LIST_WIDTH, DEFAULT_SIZE[0] - LIST_WIDTH])
         self.setCentralWidget(self.splitter)
 
     def setup_menus(self) -> None:
@@ -188,10 +197,19 @@ class MainWindow(QMainWindow):
         """Notices beside the figures: elided to fit, the whole text in a tooltip."""
         self.error_dialog: Optional[QMessageBox] = None
         """The last failed model load's dialog (the whole message), while open."""
+        self.parts = StatusParts(bar)
+        """Whole texts while they fit, compact ones (details in tooltips) when they do not."""
         bar.addPermanentWidget(self.progress)
         # Each part after a thin line: memory, model and backend never run together.
         for label in (self.stats_label, self.figures, self.model_label, self.backend_label):
-            bar.addPermanentWidget(StatusPart(label))
+            self.add_status_part(label)
+
+    def add_status_part(self, label: PartLabel) -> None:
+        """One more part at the right of the status bar (the local API's address, say), after a
+        line, shown while it has text, compact with the others when the bar is short of room."""
+        if label.shorten is None:
+            label.shorten = short_address
+        self.statusBar().addPermanentWidget(StatusPart(label))
 
     def setup_bridge(self) -> None:
         self.bridge.unhandled_error = self.show_error
@@ -213,9 +231,9 @@ class MainWindow(QMainWindow):
         context (`max_context` tokens) the conversation shown fills."""
         self.chat.context_meter.set_limit(max_context)
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
-        self.model_label.setText(name)
+        self.model_label.setText(name, short_model(name))
         self.model_label.setToolTip(f"Model: {name}" + (f"\nContext: {max_context:,} tokens" if max_context else ""))
-        self.backend_label.setText(backend_text(backend, device, precision))
+        self.backend_label.setText(backend_text(backend, device, precision), backend_compact(backend, device))
         self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason))
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."
         self._demo = "smollm2-135m" in name.lower()
@@ -358,9 +376,15 @@ class MainWindow(QMainWindow):
     def _on_finished(self, finished: Finished) -> None:
         s = finished.stats
         if s is not None:
-            self.stats_label.setText(f"{s.decode_tok_s:.1f} tok/s · TTFT {s.ttft_s * 1000:.0f} ms")
+            self.show_speed(s.decode_tok_s, s.ttft_s)
         if finished.finish_reason == "cancelled":
             self.notices.show("Stopped", 3000)
+
+    def show_speed(self, tok_s: float, ttft_s: float) -> None:
+        """The last reply's speed in the status bar ("10.5 tok/s", the first token's wait in the tooltip)."""
+        self.stats_label.setText(f"{tok_s:.1f} tok/s · TTFT {ttft_s * 1000:.0f} ms", f"{tok_s:.1f} tok/s")
+        self.stats_label.setToolTip(f"Last reply: {tok_s:.1f} tokens a second; its first token came "
+                                    f"{ttft_s * 1000:.0f} ms after the message was sent")
 
     # -- closing -----------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt name)

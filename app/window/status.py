@@ -38,19 +38,21 @@ class StatusFigures(PartLabel):
         self.refresh()
 
     def refresh(self) -> None:
-        parts = []
-        tip = []
+        parts, short, tip = [], [], []
         c = self._capacity()
         if c is not None:
             parts.append(f"{c.live_sessions} of {c.max_sessions} conversations in memory")
+            short.append(f"{c.live_sessions}/{c.max_sessions} in memory")
             tip.append(f"{c.live_sessions} conversations are held in memory, ready to answer at once; "
                        f"there is room for {c.max_sessions}.\nOthers are saved to disk and read back "
                        f"when you open them.\n\nModel weights: {_size(c.weights_bytes)}"
                        f"\nEach conversation: up to {_size(c.bytes_per_session)}"
                        f"\nSet aside for conversations: {_size(c.budget_bytes)}")
-        parts.append(f"App memory {_size(self._process.memory_info().rss)}")
+        rss = _size(self._process.memory_info().rss)
+        parts.append(f"App memory {rss}")
+        short.append(rss)
         tip.append("App memory: what Confab uses in all (model, conversations, window)")
-        self.setText(" · ".join(parts))
+        self.setText(" · ".join(parts), " · ".join(short))
         self.setToolTip("\n".join(tip))
 
 

@@ -7,15 +7,19 @@ model runs on ("PyTorch on CPU · float32", "llama.cpp on CPU", "MLX on Apple GP
 
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Callable, Optional
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QWidget
+
+from app.fitting import ElidedLabel
 
 BACKEND_NAMES = {"torch": "PyTorch", "mlx": "MLX", "llamacpp": "llama.cpp", "remote": "Remote server"}
 """How each engine backend is named to the user; an unknown one is shown as the engine names it."""
 DEVICE_NAMES = {"cpu": "CPU", "cuda": "NVIDIA GPU (CUDA)", "mps": "Apple GPU (MPS)", "metal": "Apple GPU",
                 "gpu": "GPU", "vulkan": "GPU (Vulkan)"}
+SHORT_DEVICES = {"cuda": "CUDA", "mps": "MPS", "metal": "Metal", "vulkan": "Vulkan"}
 
 
 def backend_name(backend: str) -> str:
@@ -29,6 +33,13 @@ def backend_text(backend: str, device: str, precision: str = "") -> str:
         return f"{backend_name(backend)} at {device}"
     where = f"{backend_name(backend)} on {DEVICE_NAMES.get(device, device)}"
     return where + (f" · {precision}" if precision else "")
+
+
+def backend_compact(backend: str, device: str) -> str:
+    """The backend part's compact form: "llama.cpp · CPU", "Remote · 127.0.0.1:8799"."""
+    if backend == "remote":
+        return f"Remote · {re.sub(r'^https?://|/v1/?$', '', device)}"
+    return f"{backend_name(backend)} · {SHORT_DEVICES.get(device, DEVICE_NAMES.get(device, device))}"
 
 
 def backend_tip(backend: str, device: str, precision_reason: str = "", backend_reason: str = "") -> str:
@@ -60,45 +71,70 @@ class StatusPart(QWidget):
             self.setVisible(bool(label.text()))
 
 
-class PartLabel(QLabel):
-    """A status label whose `StatusPart` shows only while it has text, and which gives up width
-    when the window is narrow: its text is then elided ("PyTorch on CPU · bflo…"), never clipped
-    mid-letter or pushed under its neighbour; `text()` is still the whole text."""
+class PartLabel(ElidedLabel):
+    """A status label whose `StatusPart` shows only while it has text. It has a whole form and a
+    compact one (`setText(text, compact)`, or made by `shorten`): `StatusParts` picks the compact
+    forms when the whole ones do not fit the bar, and what still does not fit is elided
+    ("PyTorch on CPU · bflo…"), never clipped mid-letter; `text()` is always the whole text."""
 
     part: Optional[StatusPart] = None
-    MIN_WIDTH = 80
+    MIN_WIDTH = 60
     """Narrowest it gets before the status bar runs out of room."""
 
-    def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
-        self._full = text
-        super().__init__(text, parent)
+    def __init__(self, text: str = "", parent: Optional[QWidget] = None,
+                 shorten: Optional[Callable[[str], str]] = None) -> None:
+        self.shorten = shorten
+        """Makes the compact form of a text set without one (None: the whole text is compact)."""
+        super().__init__(text, parent, min_width=self.MIN_WIDTH)
 
-    def setText(self, text: str) -> None:  # noqa: N802 (Qt name)
-        self._full = text
-        self._fit()
-        self.updateGeometry()
+    def setText(self, text: str, compact: str = "") -> None:  # noqa: N802 (Qt name)
+        if not compact and self.shorten is not None:
+            compact = self.shorten(text)
+        super().setText(text, compact)
         if self.part is not None:
             self.part.setVisible(bool(text))
 
-    def text(self) -> str:
-        return self._full
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        hint = super().sizeHint()
-        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 2 * self.margin() + 4, hint.height())
+class StatusParts(QObject):
+    """Keeps `bar`'s parts whole: while all their whole texts fit (leaving `NOTICE_ROOM` for the
+    notices), each shows its whole text; otherwise every part shows its compact form (the details
+    are in its tooltip). Re-decided when the bar is resized or a part's text changes."""
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt name)
-        return QSize(min(self.MIN_WIDTH, self.sizeHint().width()), super().minimumSizeHint().height())
+    NOTICE_ROOM = 200
+    """Pixels kept for the notices ("Model ready", errors) left of the parts."""
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        super().resizeEvent(event)
-        self._fit()
+    def __init__(self, bar: QStatusBar) -> None:
+        super().__init__(bar)
+        self.bar = bar
+        bar.installEventFilter(self)
 
-    def _fit(self) -> None:
-        width = self.width() if self.isVisible() else self.sizeHint().width()
-        QLabel.setText(self, self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight,
-                                                           max(width - 2 * self.margin(), 0)))
+    def labels(self) -> list[PartLabel]:
+        return [p.label for p in self.bar.findChildren(StatusPart)
+                if isinstance(p.label, PartLabel) and p.label.text()]
 
-    def shown_text(self) -> str:
-        """What is drawn now (the text, elided to the room there is)."""
-        return QLabel.text(self)
+    def fit(self) -> None:
+        labels = self.labels()
+        whole = sum(label.whole_width() + PART_EXTRA for label in labels)
+        compact = whole > self.bar.width() - self.NOTICE_ROOM
+        for label in labels:
+            label.set_compact_mode(compact)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
+        if watched is self.bar and event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest):
+            self.fit()
+        return super().eventFilter(watched, event)
+
+
+PART_EXTRA = 4 + 4 + 8 + 2 + 6
+"""A part's width beyond its label: margins, the line and the space after it, the bar's spacing."""
+
+
+def short_address(text: str) -> str:
+    """The compact form of a text naming a server: its URL down to the port ("API :8317")."""
+    return re.sub(r"(?:https?://)?[\w.\-\[\]]+:(\d+)(?:/\S*)?", r":\1", text).replace(": :", " :")
+
+
+def short_model(name: str) -> str:
+    """A model's compact name: no "bundled:" prefix, a path's last part."""
+    name = name.removeprefix("bundled:")
+    return name.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or name

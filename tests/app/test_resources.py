@@ -41,3 +41,13 @@ def test_app_icon_has_every_size(qapp):
         pixmap = icon.pixmap(size, size)
         assert not pixmap.isNull() and pixmap.width() == size
         assert pixmap.toImage().pixelColor(size // 2, size // 2).alpha() == 255  # drawn, not blank
+
+
+@pytest.mark.parametrize("name", ["paperclip", "file-text", "file-pdf", "warning", "settings"])
+def test_the_window_icons_are_shipped_svgs_that_render(qapp, name):
+    from app.resources import ui_icon, ui_pixmap
+
+    assert resource_path(f"ui/{name}.svg").read_text().lstrip().startswith("<svg")
+    assert not ui_icon(name).isNull()
+    image = ui_pixmap(name, 16).toImage()
+    assert any(image.pixelColor(x, y).alpha() > 0 for x in range(16) for y in range(16))  # draws something

@@ -99,6 +99,7 @@ def test_resources_and_converted_model_ship_as_data(made, tmp_path):
     datas = made["Analysis"].kwargs["datas"]
     assert (str(ROOT / "resources" / "confab.svg"), "resources") in datas  # app.resources.resource_path
     assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
+    assert (str(ROOT / "resources" / "ui"), "resources/ui") in datas  # app.resources.ui_icon: no emoji font needed
     (name,) = BUNDLED
     model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
     # engine frozen_model() path; not the build machine's GGUF path, which the frozen app would follow

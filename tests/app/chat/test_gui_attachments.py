@@ -171,7 +171,8 @@ def test_a_sent_file_is_stored_shown_sent_to_the_model_and_kept_by_a_restart(qtb
     assert _chips(window) == [] and window.chat.context_meter.files == 0
     cid = window.current_id
     user = window.chat_view.message_views()[0]
-    assert [c.text().split(" · ")[0] for c in user.files.chips] == ["📄 notes.md"]
+    assert [c.text().split(" · ")[0] for c in user.files.chips] == ["notes.md"]
+    assert [c.icon().isNull() for c in user.files.chips] == [False]  # a shipped icon, not an emoji
     viewer = user.files.open(user.shown.attachments[0])
     assert viewer.text.toPlainText() == NOTES
     viewer.close()
@@ -201,7 +202,7 @@ def test_a_sent_file_is_stored_shown_sent_to_the_model_and_kept_by_a_restart(qtb
         restarted.show_conversation(cid)
         qtbot.waitUntil(lambda: len(restarted.chat_view.message_views()) == 2, timeout=REPLY_TIMEOUT)
         chips = restarted.chat_view.message_views()[0].files.chips
-        assert len(chips) == 1 and chips[0].text().startswith("📄 notes.md · ~")
+        assert len(chips) == 1 and chips[0].text().startswith("notes.md · ~")
     finally:
         again.close()
 
@@ -267,7 +268,8 @@ def test_the_quick_chat_takes_dropped_and_pasted_files(qtbot, bridge, tmp_path):
     with qtbot.waitSignal(quick.reply_finished, timeout=REPLY_TIMEOUT) as blocker:
         qtbot.keyClick(quick.input, Qt.Key.Key_Return)
     cid = blocker.args[0]
-    assert quick.files.attachments() == () and "📎 notes.md" in quick.answer.toPlainText()
+    assert quick.files.attachments() == () and "notes.md" in quick.answer.toPlainText()
+    assert quick.question_files == ("notes.md", "prices.csv")  # each after a paperclip icon
     user = _on_store(qtbot, bridge, lambda store: store.messages(cid)[0])
     assert (user.content, [a.name for a in user.attachments]) == ("Summarize", ["notes.md", "prices.csv"])
 

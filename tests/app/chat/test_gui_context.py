@@ -96,3 +96,25 @@ def test_files_sent_after_the_last_counted_reply_count_in_the_meter():
                dataclasses.replace(message(2, "user", "x" * 40),
                                    attachments=(Attachment("a.txt", "text/plain", 400, "y" * 400),))]
     assert used_tokens(history) == 42 + 10 + 100 + 4
+
+
+def test_the_count_moves_while_a_reply_streams(qtbot, window):
+    from tests.app.gui_fixtures import LONG
+
+    window.set_model("tiny", "torch", "cpu", max_context=1024)
+    window.bridge.params = LONG
+    meter = window.chat.context_meter
+    seen = []
+    show = window.chat_view.append_to_last
+
+    def spy(text, reasoning=""):
+        show(text, reasoning)
+        if window.bridge.replying():
+            seen.append(meter.text())
+
+    window.chat_view.append_to_last = spy
+    with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT):
+        qtbot.keyClicks(window.composer, "Tell me a long story")
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    figures = [int(t.split(" / ")[0].replace(",", "")) for t in seen]
+    assert len(set(figures)) > 3 and figures == sorted(figures)  # it grew as the reply was written

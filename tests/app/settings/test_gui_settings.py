@@ -134,7 +134,7 @@ def test_theme_sets_palette_and_font(qapp, theme, dark):
         window = qapp.palette().color(QPalette.ColorRole.Window)
         assert (window.lightness() < 128) is dark
         assert qapp.font().pointSize() == 16
-        assert qapp.style().name().lower() == "fusion"
+        assert qapp.style().baseStyle().name().lower() == "fusion"  # under ConfabStyle's outlines
     finally:
         qapp.setPalette(old_palette)
         qapp.setFont(old_font)

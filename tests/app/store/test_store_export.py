@@ -37,6 +37,13 @@ def test_import_accepts_a_dict_and_marks_streaming_replies_interrupted(store, co
     assert store.messages(copy.id)[-1].status == "interrupted"
 
 
+def test_an_import_can_mark_its_title_once(store, conversation):
+    marked = import_json(store, export_json(store, conversation.id), title_mark="(imported)")
+    assert marked.title == f"{conversation.title} (imported)"
+    again = import_json(store, export_json(store, marked.id), title_mark="(imported)")
+    assert again.title == marked.title  # not "(imported) (imported)"
+
+
 def test_imported_text_is_searchable(store, conversation):
     copy = import_json(store, export_json(store, conversation.id))
     assert {h.conversation_id for h in store.search("emoji")} == {conversation.id, copy.id}

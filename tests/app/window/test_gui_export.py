@@ -91,6 +91,7 @@ def test_export_json_then_import_it_opens_a_copy(qtbot, window, tmp_path, monkey
     assert copy_id != cid
     qtbot.waitUntil(lambda: window.current_id == copy_id, timeout=5_000)
     copy = on_store(qtbot, window.bridge, lambda s: (s.get_conversation(copy_id), s.messages(copy_id)))
+    assert copy[0].title == "Plans **for** Monday (imported)"  # told from the original in the list
     assert copy[0].system_prompt == "Be brief." and [m.content for m in copy[1]] == [
         "What is on Monday?", "A walk, then `tea`."]
 
