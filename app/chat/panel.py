@@ -279,6 +279,15 @@ class ChatPanel(QWidget):
             self.chat_view.begin_continue()
             self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), *so_far)
 
+    def run_tool_step(self, conversation_id: int, message: Message) -> None:
+        """The reply `message` goes on after the results of its tool calls (app/mcp), in place."""
+        if conversation_id in self.bridge.replying():
+            return
+        if conversation_id == self.current_id:
+            self.chat_view.begin_continue()
+        self._start(Send.tool_step(self.bridge, conversation_id, message.id), placeholder=False,
+                    so_far=message.content, thought=message.reasoning)
+
     def show_version(self, message_id: int, step: int) -> None:
         """Show another version of a message and the branch that follows it."""
         cid = self.current_id

@@ -53,9 +53,9 @@ class ConversationManager:
         """Sessions restored from a saved state since the manager started (for tests and stats)."""
         self.suspends = 0
         """Sessions suspended (saved if worth it, then closed) since the manager started."""
-        self.tools_for: Callable[[int, int], Optional[ToolOffer]] = no_offer
-        """(conversation id, step) -> the tools that step of a reply may call (None: none). Runs on
-        this thread; step 1 is a new reply, step n + 1 follows the results of step n's calls."""
+        self.tools_for: Callable[[Store, int, int], Optional[ToolOffer]] = no_offer
+        """(store, conversation id, step) -> the tools that step of a reply may call (None: none).
+        Runs on this thread; step 1 is a new reply, step n + 1 follows the results of step n's calls."""
 
     # -- sessions ----------------------------------------------------------------------------------
     def live_conversations(self) -> list[int]:
@@ -197,7 +197,7 @@ class ConversationManager:
     def _offer(self, conversation_id: int, step: int) -> Optional[ToolOffer]:
         if not hasattr(self.engine, "tool_constraint"):  # a remote engine takes no tools
             return None
-        offer = self.tools_for(conversation_id, step)
+        offer = self.tools_for(self.store, conversation_id, step)
         return offer if offer is not None and offer.tools else None
 
     def continue_reply(self, conversation_id: int, message_id: int,

@@ -78,6 +78,6 @@ def pending(tool_calls: tuple[ToolCallRecord, ...]) -> list[ToolCallRecord]:
     return [c for c in tool_calls if c.status == "pending"]
 
 
-def no_offer(_conversation_id: int, _step: int) -> Optional[ToolOffer]:
+def no_offer(_store, _conversation_id: int, _step: int) -> Optional[ToolOffer]:
     """The manager's default: no tools."""
     return None

@@ -1,0 +1,51 @@
+"""A small MCP server for the tests (FastMCP over stdio): tools that answer, fail, hang and crash.
+
+    python tool_server.py          # speaks MCP on stdin/stdout
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("test-tools")
+
+
+@server.tool()
+def lookup() -> str:
+    """The secret word of the day."""
+    return "The word is periwinkle."
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two whole numbers."""
+    return str(a + b)
+
+
+@server.tool()
+def hang() -> str:
+    """Never answers (a hung server)."""
+    time.sleep(3600)
+    return "late"
+
+
+@server.tool()
+def crash() -> str:
+    """Kills its own server (a crashed server)."""
+    print("about to crash", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+def fail() -> str:
+    """Raises: the result is an error."""
+    raise ValueError("the disk is on fire")
+
+
+if __name__ == "__main__":
+    print("test-tools server starting", file=sys.stderr, flush=True)
+    server.run("stdio")
