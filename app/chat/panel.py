@@ -15,6 +15,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
+from app.chat.message_view import Shown
 from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
@@ -284,6 +285,9 @@ class ChatPanel(QWidget):
         if conversation_id in self.bridge.replying():
             return
         if conversation_id == self.current_id:
+            for view in self.chat_view.message_views():  # its blocks show the results at once
+                if view.shown.id == message.id:
+                    view.show_message(Shown.of(message))
             self.chat_view.begin_continue()
         self._start(Send.tool_step(self.bridge, conversation_id, message.id), placeholder=False,
                     so_far=message.content, thought=message.reasoning)
