@@ -235,7 +235,7 @@ class ConversationManager:
                 extra["tools"] = list(offer.tools)
                 if offer.forced:
                     params = dataclasses.replace(params or SamplingParams(),
-                                                 constraint=self.engine.tool_constraint(list(offer.tools)))
+                                                 constraint=self.engine.tool_constraint(list(offer.tools), parallel=False))
             # closing(): a reader that stops early must cancel the engine's stream before we wait
             with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
                 for chunk in chunks:

@@ -26,7 +26,7 @@ class ToolOffer:
     servers: dict[str, str] = field(default_factory=dict, hash=False)
     """Function name -> the MCP server that offers it."""
     forced: bool = False
-    """The step must call one of them (tool_choice "required"), else the model chooses."""
+    """The step must make one call of them (tool_choice "required"), else the model chooses."""
 
 
 class CallReader:
@@ -58,7 +58,7 @@ class CallReader:
         left out: there is nothing to run)."""
         out = []
         for call_id, name, pieces in (self._parts[i] for i in sorted(self._parts)):
-            arguments = "".join(pieces)
+            arguments = "".join(pieces).strip()
             try:
                 valid = isinstance(json.loads(arguments), dict)
             except ValueError:

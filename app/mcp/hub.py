@@ -118,7 +118,7 @@ class McpHub:
             return ""
         return text[-LOG_TAIL_CHARS:]
 
-    def close(self, timeout_s: float = 10.0) -> None:
+    def close(self, timeout_s: float = 15.0) -> None:
         """Stop every server (their processes end) and the thread."""
         if self._closed:
             return
@@ -272,10 +272,13 @@ class McpHub:
         if conn is None or conn.task is None:
             return
         conn.stop.set()
+        if not conn.ready.done():  # still starting: nothing to close politely
+            conn.task.cancel()
         try:
-            await asyncio.wait_for(asyncio.shield(conn.closed.wait()), 10)
+            await asyncio.wait_for(asyncio.shield(conn.closed.wait()), 5)
         except asyncio.TimeoutError:
             conn.task.cancel()
+            await asyncio.wait({conn.task}, timeout=5)
         self._note(name, "stopped")
 
     async def _stop_all(self) -> None:

@@ -1,6 +1,7 @@
 """A small MCP server for the tests (FastMCP over stdio): tools that answer, fail, hang and crash.
 
-    python tool_server.py          # speaks MCP on stdin/stdout
+    python tool_server.py                # speaks MCP on stdin/stdout, every tool
+    python tool_server.py lookup crash   # only these tools (so a forced call has one choice)
 """
 
 from __future__ import annotations
@@ -47,5 +48,10 @@ def fail() -> str:
 
 
 if __name__ == "__main__":
+    keep = set(sys.argv[1:])
+    if keep:
+        for name in [t.name for t in server._tool_manager.list_tools()]:
+            if name not in keep:
+                server.remove_tool(name)
     print("test-tools server starting", file=sys.stderr, flush=True)
     server.run("stdio")
