@@ -22,7 +22,7 @@ CONFIG_NAME = "mcp.json"
 DEFAULT_STEP_LIMIT = 5
 """Tool steps one reply may take before the app stops asking and lets the reply end."""
 DEFAULT_TIMEOUT_S = 60.0
-"""Longest a tool call (or a server's start) may take before it is given up as hung."""
+"""Longest a tool call may take before it is given up as hung."""
 
 
 class ConfigError(ValueError):

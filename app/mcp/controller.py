@@ -70,7 +70,7 @@ class McpController(QObject):
             self.notice.emit(str(e))
         self.hub.configure(self.config.servers)
         for server in self.config.servers:
-            self.hub.connect(server.name, self.config.timeout_s)
+            self.hub.connect(server.name)
 
     def save(self, config: McpConfig) -> None:
         save_config(self.home, config)

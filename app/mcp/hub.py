@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 40_000
 """A longer result is cut (and says so): a tool can return far more than a context holds."""
 LOG_TAIL_CHARS = 20_000
+START_TIMEOUT_S = 60.0
+"""Longest a server may take to start and list its tools (npx may download it first)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class _Connection:
         self.config = config
         self.session: Any = None
         self.ready: asyncio.Future = loop.create_future()
+        self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # read even when nobody waits
         self.stop = asyncio.Event()
         self.closed = asyncio.Event()
         self.task: Optional[asyncio.Task] = None
@@ -99,7 +102,7 @@ class McpHub:
         with self._lock:
             return self._status.get(name, "")
 
-    def connect(self, name: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> concurrent.futures.Future:
+    def connect(self, name: str, timeout_s: float = START_TIMEOUT_S) -> concurrent.futures.Future:
         """Start `name` (if it is not running) and list its tools: a Future of its `ToolInfo`s."""
         return self._submit(self._ensure(name, timeout_s))
 
@@ -228,13 +231,12 @@ class McpHub:
         return await stack.enter_async_context(stdio_client(params, errlog=errlog))
 
     async def _call(self, server: str, tool: str, arguments: dict, timeout_s: float) -> CallOutcome:
-        started = time.monotonic()
         try:
-            await self._ensure(server, timeout_s)
+            await self._ensure(server, max(timeout_s, START_TIMEOUT_S))
         except Exception as e:  # noqa: BLE001
             return CallOutcome("failed", f"The tool {tool} could not run: {describe_error(e)}.")
         conn = self._conns[server]
-        left = max(0.1, timeout_s - (time.monotonic() - started))
+        left = timeout_s
         self._note(server, f"call {tool} {arguments}")
         call = asyncio.ensure_future(conn.session.call_tool(tool, arguments))
         died = asyncio.ensure_future(conn.closed.wait())

@@ -1,7 +1,7 @@
 """A conversation's MCP tools as the engine's function tools (the `ToolOffer` of one reply step).
 
 Called on the store thread, which owns the store: it reads which servers the conversation uses and
-the tool lists the hub fetched. A server still starting is waited for (once, up to the timeout);
+the tool lists the hub fetched. A server still starting is waited for (once, up to a minute);
 one that is not running offers nothing this step and the reply goes on without it.
 """
 
@@ -14,7 +14,7 @@ from app.conversations.tool_turn import ToolOffer
 from app.store import Store
 
 from .config import McpConfig
-from .hub import McpHub, ToolInfo
+from .hub import START_TIMEOUT_S, McpHub, ToolInfo
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def offer_for(hub: McpHub, config: McpConfig, store: Store, conversation_id: int
     for name in names:
         if hub.status(name) in ("", "starting"):
             try:
-                hub.connect(name, config.timeout_s).result(config.timeout_s + 5)
+                hub.connect(name).result(START_TIMEOUT_S + 5)
             except Exception as e:  # noqa: BLE001 (the reply goes on without this server)
                 log.warning("MCP server %s is not available: %s", name, e)
         for tool in hub.tools(name):

@@ -61,7 +61,7 @@ class ToolsDialog(QDialog):
         self.step_limit.setToolTip("How many rounds of tool calls one reply may make before it must answer")
         self.timeout = QDoubleSpinBox(accessibleName="Tool call timeout", minimum=1, maximum=3600, decimals=0,
                                       suffix=" s", value=config.timeout_s)
-        self.timeout.setToolTip("A call (or a server's start) that takes longer is given up as hung")
+        self.timeout.setToolTip("A call that takes longer is given up as hung (and its server stopped)")
         self.require = QCheckBox("A reply's first step must call a tool", checked=self.controller.require_call,
                                  accessibleName="Require a tool call")
         for widget in (self.step_limit, self.timeout):
@@ -174,7 +174,7 @@ class ToolsDialog(QDialog):
         server = self.current()
         if server is not None:
             hub = self.controller.hub
-            hub.stop(server.name).add_done_callback(lambda _f: hub.connect(server.name, self.controller.config.timeout_s))
+            hub.stop(server.name).add_done_callback(lambda _f: hub.connect(server.name))
 
     def save_limits(self) -> None:
         config = self.controller.config
