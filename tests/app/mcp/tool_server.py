@@ -2,6 +2,7 @@
 
     python tool_server.py                # speaks MCP on stdin/stdout, every tool
     python tool_server.py lookup crash   # only these tools (so a forced call has one choice)
+    python tool_server.py --http 8123    # streamable HTTP on 127.0.0.1:8123/mcp instead
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ def fail() -> str:
 
 
 if __name__ == "__main__":
-    keep = set(sys.argv[1:])
+    args = sys.argv[1:]
+    if args[:1] == ["--http"]:
+        server.settings.host, server.settings.port = "127.0.0.1", int(args[1])
+        server.run("streamable-http")
+        sys.exit(0)
+    keep = set(args)
     if keep:
         for name in [t.name for t in server._tool_manager.list_tools()]:
             if name not in keep:
