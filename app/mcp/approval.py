@@ -45,7 +45,8 @@ class ApprovalDialog(QDialog):
         self.arguments = QPlainTextEdit(pretty_arguments(call.arguments), readOnly=True)
         self.arguments.setAccessibleName("Tool arguments")
         self.arguments.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.arguments.setMaximumHeight(160)
+        lines = min(max(self.arguments.toPlainText().count("\n") + 1, 2), 10)  # as tall as the arguments
+        self.arguments.setFixedHeight(self.arguments.fontMetrics().lineSpacing() * lines + 16)
         box.addWidget(self.arguments)
         buttons = QHBoxLayout()
         self.deny_button = QPushButton("Deny")
