@@ -2,7 +2,7 @@
 
 Run under a virtual display like `app.devtools.screenshots`. It writes mcp-approval.png (the dialog
 asking before a call, over the window) and mcp-result.png (the call's result block opened in the
-reply) into OUT (default `docs/`). The MCP server is a small FastMCP one written into the sample
+reply) and mcp-settings.png (Tools ▸ MCP servers and tools) into OUT (default `docs/`). The MCP server is a small FastMCP one written into the sample
 data folder; the model is the bundled one, asked to call the tool in its first step.
 """
 
@@ -71,6 +71,11 @@ def main(argv: list[str]) -> int:
     view.tools.blocks[0].set_open(True)
     settle(qapp, 0.8)
     save_picture(window, out / "mcp-result.png")
+    dialog = confab.mcp.open_dialog()
+    wait_until(qapp, lambda: dialog.tools.count() > 0 and dialog.use_box.isChecked(), 60, "the settings page")
+    settle(qapp, 0.8)
+    save_picture(dialog, out / "mcp-settings.png")
+    dialog.close()
     window.close()
     confab.shutdown()
     return 0

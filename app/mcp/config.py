@@ -109,12 +109,10 @@ def load_config(home: Path) -> McpConfig:
 
 
 def save_config(home: Path, config: McpConfig) -> None:
-    """Write the servers and limits back, keeping keys the app does not use; atomically."""
+    """Write the servers and limits back, keeping keys the app does not use; atomically. Refuses
+    (ConfigError) while the file on disk cannot be read."""
     path = config_path(home)
-    try:
-        raw = _read(path)
-    except ConfigError:
-        raw = {}
+    raw = _read(path)  # ConfigError: a file the user broke is never overwritten; they fix it first
     old = raw.get("mcpServers") if isinstance(raw.get("mcpServers"), dict) else {}
     servers = {}
     for s in config.servers:  # a server's unknown keys (e.g. Cursor's "type") stay

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QListWidget, QMessageBox, QPlainTextEdit, QPushButton, QSpinBox,
+                               QLabel, QLineEdit, QListWidget, QMessageBox, QPlainTextEdit, QPushButton, QSizePolicy, QSpinBox,
                                QVBoxLayout, QWidget)
 
 from .config import ConfigError, ServerConfig, parse_server
@@ -42,6 +42,7 @@ class ToolsDialog(QDialog):
         self.use_box = QCheckBox("Use in this conversation", accessibleName="Use this server in this conversation")
         self.use_box.toggled.connect(self.set_used)
         self.about = QLabel(wordWrap=True, accessibleName="Server command or address")
+        self.about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # a long path wraps
         self.tools = QListWidget(accessibleName="Tools of the server")
         self.log = QPlainTextEdit(readOnly=True, accessibleName="Server log")
         self.log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
@@ -97,8 +98,10 @@ class ToolsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         box = QVBoxLayout(self)
-        box.addWidget(QLabel(f"Servers are kept in {self.controller.home / 'mcp.json'} (Cursor's format). "
-                             "Every call asks you first.", wordWrap=True))
+        where = QLabel(f"Servers are kept in {self.controller.home / 'mcp.json'} (Cursor's format). "
+                       "Every call asks you first.", wordWrap=True)
+        where.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        box.addWidget(where)
         box.addWidget(self.error_label)
         box.addLayout(columns, 1)
         box.addLayout(limits)
@@ -183,8 +186,8 @@ class ToolsDialog(QDialog):
     def _save(self, config) -> None:
         try:
             self.controller.save(config)
-        except OSError as e:
-            QMessageBox.warning(self, "MCP servers", f"mcp.json could not be written: {e}")
+        except (OSError, ConfigError) as e:
+            QMessageBox.warning(self, "MCP servers", f"mcp.json was not changed: {e}")
         self.refresh()
 
 
