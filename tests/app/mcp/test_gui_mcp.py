@@ -14,6 +14,7 @@ import pytest
 from app.conversations.prompt import chat_messages
 from app.mcp.controller import DENIED_TEXT
 from app.mcp.room import McpRoom
+from app.store import export_json
 from engine import SamplingParams
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: F401 (fixtures)
 
@@ -109,15 +110,12 @@ def test_an_allowed_call_shows_its_result_stores_it_and_feeds_it_back(qtbot, win
     history = _store(qtbot, bridge, lambda store: chat_messages(store, cid))
     assert [m["role"] for m in history] == ["user", "assistant", "tool"] + (["assistant"] if reply.content else [])
     assert history[2]["content"] == "The word is periwinkle." and history[1]["tool_calls"][0]["function"]["name"] == "lookup"
-    held = bridge._executor.submit(lambda: bridge._manager.session_for(cid).tokens).result()
-    assert "periwinkle" in window_engine_text(bridge, held)
+    manager = bridge._manager  # read on the store thread, which owns it
+    held = bridge._executor.submit(lambda: manager.engine.tokenizer.decode(manager.session_for(cid).tokens)).result()
+    assert "periwinkle" in held
     # exported with the conversation
-    exported = _store(qtbot, bridge, lambda store: __import__("app.store", fromlist=["x"]).export_json(store, cid))
+    exported = _store(qtbot, bridge, lambda store: export_json(store, cid))
     assert json.loads(exported)["messages"][-1]["tool_calls"][0]["result"] == "The word is periwinkle."
-
-
-def window_engine_text(bridge, tokens) -> str:  # noqa: F811
-    return bridge._manager.engine.tokenizer.decode(tokens)
 
 
 def test_a_denied_call_is_not_run_and_the_model_is_told(qtbot, window, bridge, tmp_path, closing_rooms):  # noqa: F811
