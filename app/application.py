@@ -16,6 +16,7 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.mcp.room import McpRoom
 from app.models.connect_dialog import ConnectDialog
 from app.settings.conversation_settings import ConversationSettingsDialog
 from app.quick.macos import set_menubar_only
@@ -59,6 +60,8 @@ class ConfabApp(QObject):
         qapp.setWindowIcon(app_icon())
         self.bridge = Bridge(self.home, params=sampling_params({}, self.settings))
         self.window = MainWindow(self.bridge)
+        self.mcp = McpRoom(self.window, self.bridge, self.home)
+        """MCP tools in the chat window (app/mcp): servers from mcp.json, calls asked for first."""
         self.window.chat_view.set_dark(self.dark)
         self.loader = ModelLoader(self.bridge.route, self)
         self.quick_chat = QuickChat(self.bridge)
@@ -315,6 +318,7 @@ class ConfabApp(QObject):
         if self.tray is not None:
             self.tray.hide()
         self.local_server.close()  # its sessions are freed while the engine still runs
+        self.mcp.close()  # MCP servers' processes end
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()

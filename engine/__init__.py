@@ -35,6 +35,7 @@ from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
+from .toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "HubDownload",
     "ModelOption",
     "SearchHit",
+    "CallDelta",
+    "CallStream",
     "Chunk",
     "Constraint",
     "ContextOverflowError",

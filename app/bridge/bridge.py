@@ -142,6 +142,14 @@ class Send:
         send._open = lambda manager, p: manager.continue_reply(conversation_id, message_id, p)
         return send
 
+    @classmethod
+    def tool_step(cls, bridge: "Bridge", conversation_id: int, message_id: int,
+                  params: Optional[SamplingParams] = None) -> "Send":
+        """The model's next step after the results of its tool calls, written into the same reply."""
+        send = cls(bridge, conversation_id, None, params)
+        send._open = lambda manager, p: manager.tool_step(conversation_id, message_id, p)
+        return send
+
     def on_chunk(self, cb: Callable[[Chunk], Any]) -> "Send":
         self._on_chunk = cb
         return self
@@ -184,6 +192,9 @@ class Bridge:
         """Sampling used by a `Send` that names none (None: the engine's defaults)."""
         self.unhandled_error: Callable[[BaseException], Any] = _log_error
         """Called on the GUI thread for a failure no request handles (the window shows it)."""
+        self.tools_for: Optional[Callable[[Store, int, int], Any]] = None
+        """(store, conversation id, step) -> the `ToolOffer` of that step of a reply (app/mcp sets
+        it); called on the store thread. None: replies are offered no tools."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="confab-store")
         self._store: Optional[Store] = None  # store thread only
         self._manager: Optional[ConversationManager] = None  # store thread only
@@ -208,6 +219,7 @@ class Bridge:
                 self._manager.close()
             budget = {} if state_budget_bytes is None else {"state_budget_bytes": state_budget_bytes}
             self._manager = ConversationManager(engine, store, closing=self._closing, **budget)
+            self._manager.tools_for = lambda s, cid, step: self.tools_for(s, cid, step) if self.tools_for else None
         return self.run(attach)
 
     # -- replies -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from app.chat.prefill_progress import PrefillProgress
 from app.store import Message
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
 from app.fitting import ElidedLabel, FlowLayout, WrapLabel
+from app.mcp.blocks import ToolBlocks
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
@@ -55,12 +56,13 @@ class Shown:
     """What a thinking model wrote before its answer (`content`), shown apart and collapsed."""
     reasoning_s: Optional[float] = None
     attachments: tuple = ()  # the message's attached files (`Attachment` records)
+    tool_calls: tuple = ()  # the reply's tool calls and results (`ToolCallRecord`s)
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s, m.attachments)
+                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls)
 
     @property
     def thinking(self) -> bool:
@@ -127,6 +129,8 @@ class MessageView(QFrame):
         self.thinking = ThinkingBlock()  # above the answer; collapsed
         self._clock = ThinkingClock()
         box.addWidget(self.thinking)
+        self.tools = ToolBlocks()  # the reply's tool calls, collapsed (app/mcp)
+        box.addWidget(self.tools)
         box.addWidget(self.body)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
@@ -250,6 +254,7 @@ class MessageView(QFrame):
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
         self.files.show_files(shown.attachments)
+        self.tools.show_calls(shown.tool_calls)
         if shown.role == "user" and self.editor is None:
             self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")

@@ -15,6 +15,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
+from app.chat.message_view import Shown
 from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
@@ -281,6 +282,18 @@ class ChatPanel(QWidget):
             so_far = (views[-1].shown.content, views[-1].shown.reasoning) if views else ("", "")
             self.chat_view.begin_continue()
             self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), *so_far)
+
+    def run_tool_step(self, conversation_id: int, message: Message) -> None:
+        """The reply `message` goes on after the results of its tool calls (app/mcp), in place."""
+        if conversation_id in self.bridge.replying():
+            return
+        if conversation_id == self.current_id:
+            for view in self.chat_view.message_views():  # its blocks show the results at once
+                if view.shown.id == message.id:
+                    view.show_message(Shown.of(message))
+            self.chat_view.begin_continue()
+        self._start(Send.tool_step(self.bridge, conversation_id, message.id), placeholder=False,
+                    so_far=message.content, thought=message.reasoning)
 
     def show_version(self, message_id: int, step: int) -> None:
         """Show another version of a message and the branch that follows it."""

@@ -7,6 +7,7 @@ its own thread; the manager only waits on results.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import OrderedDict
@@ -20,6 +21,7 @@ from engine.errors import CapacityError, ReplyInterruptedError
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
 from .states import StateCache
+from .tool_turn import CallReader, ToolOffer, last_step, no_offer, pending
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,9 @@ class ConversationManager:
         """Sessions restored from a saved state since the manager started (for tests and stats)."""
         self.suspends = 0
         """Sessions suspended (saved if worth it, then closed) since the manager started."""
+        self.tools_for: Callable[[Store, int, int], Optional[ToolOffer]] = no_offer
+        """(store, conversation id, step) -> the tools that step of a reply may call (None: none).
+        Runs on this thread; step 1 is a new reply, step n + 1 follows the results of step n's calls."""
 
     # -- sessions ----------------------------------------------------------------------------------
     def live_conversations(self) -> list[int]:
@@ -168,7 +173,32 @@ class ConversationManager:
         self._replying.add(conversation_id)
         writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.label)
         messages = chat_messages(self.store, conversation_id)
-        yield from self._stream(conversation_id, session, writer, messages, params, [], False)
+        yield from self._stream(conversation_id, session, writer, messages, params, [], False,
+                                self._offer(conversation_id, 1))
+
+    def tool_step(self, conversation_id: int, message_id: int,
+                  params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
+        """The model's next step once every call of the reply's last step has its result: the
+        results go back to the model and what it writes (text, maybe more calls) goes on in the
+        same reply row. Refuses (ValueError) while a call still waits, before any engine work."""
+        message = self.store.get_message(message_id)
+        if message.conversation_id != conversation_id or not message.tool_calls:
+            raise ValueError(f"message {message_id} made no tool calls in conversation {conversation_id}")
+        if pending(message.tool_calls):
+            raise ValueError("a tool call of this reply has no result yet")
+        history = chat_messages(self.store, conversation_id)
+        session = self.session_for(conversation_id)
+        writer = self.store.continue_reply(message_id)
+        self._replying.add(conversation_id)
+        step = last_step(message.tool_calls) + 1
+        yield from self._stream(conversation_id, session, writer, history, params, [], False,
+                                self._offer(conversation_id, step), step, len(message.content))
+
+    def _offer(self, conversation_id: int, step: int) -> Optional[ToolOffer]:
+        if not hasattr(self.engine, "tool_constraint"):  # a remote engine takes no tools
+            return None
+        offer = self.tools_for(self.store, conversation_id, step)
+        return offer if offer is not None and offer.tools else None
 
     def continue_reply(self, conversation_id: int, message_id: int,
                        params: Optional[SamplingParams] = None) -> Iterator[Chunk]:
@@ -188,19 +218,32 @@ class ConversationManager:
         yield from self._stream(conversation_id, session, writer, history, params, token_ids, extend)
 
     def _stream(self, conversation_id: int, session: Session, writer: ReplyWriter, messages: list[dict],
-                params: Optional[SamplingParams], token_ids: list[int], extend: bool) -> Iterator[Chunk]:
-        """Run one reply (or the rest of one) into `writer`, finishing the row however it ends."""
+                params: Optional[SamplingParams], token_ids: list[int], extend: bool,
+                offer: Optional[ToolOffer] = None, step: int = 1, written: int = 0) -> Iterator[Chunk]:
+        """Run one reply (or the rest of one) into `writer`, finishing the row however it ends.
+        With `offer`, the step may call tools: the user reads the text around the calls, and the
+        calls are stored with the reply (`written`: characters of it before this step), which
+        then finishes with reason "tool_calls"."""
         produced = False
+        reader = CallReader(self.engine.tool_format) if offer is not None else None
         try:
             extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
             thinking = self._thinking(conversation_id)
             if thinking is not None:
                 extra["thinking"] = thinking
+            if offer is not None:
+                extra["tools"] = list(offer.tools)
+                if offer.forced:
+                    params = dataclasses.replace(params or SamplingParams(),
+                                                 constraint=self.engine.tool_constraint(list(offer.tools), parallel=False))
             # closing(): a reader that stops early must cancel the engine's stream before we wait
             with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
                 for chunk in chunks:
                     produced = True
                     token_ids.extend(chunk.token_ids)
+                    if reader is not None:
+                        chunk = self._read_calls(reader, chunk, writer, offer, step, written)
+                        written += len(chunk.text)
                     writer.append(chunk.text, chunk.reasoning)
                     if chunk.finish_reason is not None:
                         status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
@@ -232,6 +275,20 @@ class ConversationManager:
             raise
         finally:
             self._replying.discard(conversation_id)
+
+    def _read_calls(self, reader: CallReader, chunk: Chunk, writer: ReplyWriter, offer: ToolOffer,
+                    step: int, written: int) -> Chunk:
+        """The chunk as the user reads it (calls taken out); on the last one, the calls are stored
+        and the reply ends with reason "tool_calls"."""
+        text = reader.feed(chunk.text)
+        if chunk.finish_reason is None:
+            return dataclasses.replace(chunk, text=text)
+        text += reader.finish()
+        calls = reader.calls(offer, step, written + len(text)) if chunk.finish_reason != "cancelled" else []
+        if not calls:
+            return dataclasses.replace(chunk, text=text)
+        self.store.add_tool_calls(writer.message_id, tuple(calls))
+        return dataclasses.replace(chunk, text=text, finish_reason="tool_calls")
 
     def _chat_with_room(self, conversation_id: int, session: Session, messages: list[dict],
                         params: Optional[SamplingParams], extra: dict) -> Iterator[Chunk]:

@@ -21,7 +21,9 @@ def chat_messages(store: Store, conversation_id: int) -> list[dict]:
     if conversation.system_prompt:
         messages.append({"role": "system", "content": conversation.system_prompt})
     branch = store.messages(conversation_id)
-    messages.extend(_as_chat(m) for i, m in enumerate(branch) if _usable(m, last=i == len(branch) - 1))
+    for i, m in enumerate(branch):
+        if _usable(m, last=i == len(branch) - 1):
+            messages.extend(with_tool_steps(m, _as_chat(m)) if m.tool_calls else [_as_chat(m)])
     return messages
 
 
@@ -30,7 +32,8 @@ def _usable(message: Message, last: bool = False) -> bool:
         return False
     # A reply stopped before its first character says nothing; templates may also reject it. One
     # stopped while still thinking is kept when it is the last message, so it can be continued.
-    return not (message.role == "assistant" and message.content == "" and not (last and message.reasoning))
+    return not (message.role == "assistant" and message.content == "" and not message.tool_calls
+                and not (last and message.reasoning))
 
 
 def _as_chat(message: Message) -> dict:
@@ -40,6 +43,29 @@ def _as_chat(message: Message) -> dict:
     if message.reasoning:
         chat["reasoning"] = message.reasoning
     return chat
+
+
+def with_tool_steps(message: Message, chat: dict) -> list[dict]:
+    """A reply that called tools, as the model saw it: per step, its text and its calls, then each
+    call's result as a `tool` message; the text after the last step ends it (dropped when empty and
+    nothing follows the calls yet: the model is about to write it). A call never answered (the app
+    quit while it waited) reads as not run, so the history stays well formed."""
+    out: list[dict] = []
+    start = 0
+    steps = sorted({c.step for c in message.tool_calls})
+    for step in steps:
+        calls = [c for c in message.tool_calls if c.step == step]
+        end = calls[0].offset
+        out.append({"role": "assistant", "content": message.content[start:end],
+                    "tool_calls": [{"id": c.call_id, "type": "function",
+                                    "function": {"name": c.tool, "arguments": c.arguments}} for c in calls]})
+        out.extend({"role": "tool", "tool_call_id": c.call_id,
+                    "content": c.result if c.status != "pending" else "The call was not run."} for c in calls)
+        start = end
+    rest = message.content[start:]
+    if rest:
+        out.append({**chat, "content": rest})
+    return out
 
 
 def with_attachments(text: str, attachments: tuple[Attachment, ...] | list[Attachment]) -> str:

@@ -27,6 +27,7 @@ from .schema import SCHEMA_VERSION, schema_version
 from .states import SavedStates
 from .store import LEAF, Store
 from .streaming import FLUSH_INTERVAL_S, ReplyWriter
+from .tool_calls import TOOL_STATUSES, ToolCallRecord
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -56,6 +57,8 @@ __all__ = [
     "StoreError",
     "StoreProblem",
     "StoreReadOnlyError",
+    "TOOL_STATUSES",
+    "ToolCallRecord",
     "data_dir",
     "database_path",
     "export_json",

@@ -2,8 +2,8 @@
 
 The JSON holds the conversation's settings and the messages of the branch shown (other versions
 of regenerated or edited messages are not exported) with their status, exact token ids, stats,
-times, attached files (name, type, size, text, and the original bytes as base64 when they were
-kept), and for replies the model that wrote them, why they ended and a thinking model's reasoning
+times, tool calls with their results, attached files (name, type, size, text, and the original
+bytes as base64 when they were kept), and for replies the model that wrote them, why they ended and a thinking model's reasoning
 (with how long it thought); ids and saved states are not exported (ids are the database's, states
 a cache). The Markdown shows the reasoning apart, above its answer, in a collapsed
 `<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it.
@@ -19,6 +19,7 @@ import time
 from typing import Any, Optional
 
 from . import attachments as attached
+from . import tool_calls as called
 from .attachments import Attachment
 from .errors import ImportFormatError, StoreError
 from .records import ROLES, STATUSES, Conversation, Message, sampling_json, token_ids_json
@@ -73,11 +74,13 @@ def import_json(store: Store, data: str | bytes | dict, *, title_mark: str = "")
         parent_id = None
         for i, m in enumerate(messages):  # one branch: each message follows the one before
             files = m.pop("attachments")
+            calls = m.pop("tool_calls")
             parent_id = store.db["messages"].insert(
                 {**m, "conversation_id": conversation_id, "position": i, "parent_id": parent_id,
                  "chosen": i + 1, "status": "interrupted" if m["status"] == "streaming" else m["status"],
                  "token_ids": token_ids_json(m["token_ids"])}).last_pk
             attached.insert(store.db, parent_id, files, m["created_at"])
+            called.insert(store.db, parent_id, calls, m["created_at"])
     return store.get_conversation(conversation_id)
 
 
@@ -91,6 +94,7 @@ def export_markdown(store: Store, conversation_id: int) -> str:
         lines += ["**System prompt**", ""] + [f"> {line}" for line in c.system_prompt.splitlines()] + [""]
     for m in store.messages(conversation_id):
         lines += [f"## {_LABELS[m.role]}", ""] + _reasoning_markdown(m) + [m.content, ""]
+        lines += _tool_calls_markdown(m)
         if m.attachments:
             lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
         note = _STATUS_NOTES.get(m.status)
@@ -113,6 +117,16 @@ def _reasoning_markdown(m: Message) -> list[str]:
     return ["<details>", f"<summary>{thought_label(m.reasoning_s)}</summary>", ""] + quoted + ["", "</details>", ""]
 
 
+def _tool_calls_markdown(m: Message) -> list[str]:
+    """Each call as a collapsed block: the tool and its arguments, then what came back."""
+    out: list[str] = []
+    for c in m.tool_calls:
+        quoted = [f"> {line}" if line else ">" for line in (c.result or "(no result)").splitlines()]
+        out += ["<details>", f"<summary>Tool {c.tool} ({c.server}): {c.status}</summary>", "",
+                f"Arguments: `{c.arguments}`", ""] + quoted + ["", "</details>", ""]
+    return out
+
+
 def _message_dict(store: Store, m: Message) -> dict[str, Any]:
     stats = m.stats.columns() if m.stats else dict.fromkeys(("ttft_s", "tok_s", "prompt_tokens", "completion_tokens"))
     return {"role": m.role, "content": m.content, "status": m.status,
@@ -120,7 +134,8 @@ def _message_dict(store: Store, m: Message) -> dict[str, Any]:
             **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
             "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s,
             "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
-                            for a in m.attachments]}
+                            for a in m.attachments],
+            "tool_calls": [c.as_dict() for c in m.tool_calls]}
 
 
 def _validated(data: Any) -> tuple[dict, list[dict]]:
@@ -164,6 +179,10 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
             if not isinstance(files, list):
                 raise StoreError("attachments must be a list")
             m["attachments"] = [Attachment.from_dict(f) for f in files]
+            calls = given.get("tool_calls") or []  # older exports have none
+            if not isinstance(calls, list):
+                raise StoreError("tool_calls must be a list")
+            m["tool_calls"] = [called.ToolCallRecord.from_dict(c) for c in calls]
         except StoreError as e:
             raise ImportFormatError(f"Bad export: message {i + 1}: {e}.") from None
         for name, allowed in (("role", ROLES), ("status", STATUSES)):

@@ -136,9 +136,12 @@ class Message:
     """Seconds it spent thinking ("Thought for 12 s"); None when it did not think or unknown."""
     attachments: tuple = ()
     """Files attached to this message (`Attachment` records, without their bytes), in order."""
+    tool_calls: tuple = ()
+    """Tool calls this reply made, with their results (`ToolCallRecord`s), in order."""
 
     @classmethod
-    def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = ()) -> "Message":
+    def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = (),
+                 tool_calls: tuple = ()) -> "Message":
         stats = ReplyStats(row["ttft_s"], row["tok_s"], row["prompt_tokens"], row["completion_tokens"])
         ids = row["token_ids"]
         return cls(id=row["id"], conversation_id=row["conversation_id"], position=row["position"],
@@ -149,7 +152,7 @@ class Message:
                    parent_id=row.get("parent_id"), model=row.get("model"),
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
                    reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
-                   attachments=attachments)
+                   attachments=attachments, tool_calls=tool_calls)
 
 
 @dataclass(frozen=True)

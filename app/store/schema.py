@@ -122,6 +122,30 @@ def attachments(db: Database) -> None:
     db["attachments"].enable_fts(["name", "text"], create_triggers=True)
 
 
+@_migration("0006_tool_calls")
+def tool_calls(db: Database) -> None:
+    """Tool calls a reply made and their results (tool_calls.py), in steps, each placed at an offset
+    of the reply's text; and which MCP servers each conversation may use. Self-contained: it only
+    adds tables, so it may be renumbered after other migrations."""
+    db["tool_calls"].create(
+        {"id": int, "message_id": int, "position": int, "step": int, "offset": int, "call_id": str,
+         "server": str, "tool": str, "arguments": str, "status": str, "result": str,
+         "created_at": float, "updated_at": float},
+        pk="id",
+        foreign_keys=[_cascade("tool_calls", "message_id", "messages")],
+        not_null=["message_id", "position", "step", "offset", "call_id", "server", "tool", "arguments",
+                  "status", "result", "created_at", "updated_at"],
+        defaults={"server": "", "result": "", "status": "pending"},
+    )
+    db["tool_calls"].create_index(["message_id", "position"], unique=True)
+    db["conversation_servers"].create(
+        {"conversation_id": int, "server": str},
+        pk=("conversation_id", "server"),
+        foreign_keys=[_cascade("conversation_servers", "conversation_id", "conversations")],
+        not_null=["conversation_id", "server"],
+    )
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

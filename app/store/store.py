@@ -12,6 +12,7 @@ from sqlite_utils.db import NotFoundError as RowNotFound
 
 from . import attachments as attached
 from . import branches
+from . import tool_calls as called
 from .attachments import Attachment
 from .errors import InvalidValueError, NotFoundError
 from .records import (ROLES, STATUSES, Conversation, Message, ReplyStats, SearchHit, check_choice,
@@ -170,9 +171,10 @@ class Store:
         an export holds. Other versions are reached through `versions` / `select_version`."""
         self.get_conversation(conversation_id)
         branch = branches.shown_branch(self.db, conversation_id)
-        files = attached.for_messages(self.db, [b.row["id"] for b in branch])
-        return [Message.from_row(b.row, b.version, b.versions, files.get(b.row["id"], ()))
-                for b in branch]
+        ids = [b.row["id"] for b in branch]
+        files, calls = attached.for_messages(self.db, ids), called.for_messages(self.db, ids)
+        return [Message.from_row(b.row, b.version, b.versions, files.get(b.row["id"], ()),
+                                 calls.get(b.row["id"], ())) for b in branch]
 
     def get_message(self, message_id: int) -> Message:
         try:
@@ -181,18 +183,48 @@ class Store:
             raise NotFoundError(f"No message {message_id}.") from None
         ids = [r["id"] for r in branches.siblings(self.db, row)]
         files = attached.for_messages(self.db, [message_id]).get(message_id, ())
-        return Message.from_row(row, ids.index(message_id) + 1, len(ids), files)
+        calls = called.for_messages(self.db, [message_id]).get(message_id, ())
+        return Message.from_row(row, ids.index(message_id) + 1, len(ids), files, calls)
 
     def versions(self, message_id: int) -> list[Message]:
         """A message and its other versions (regenerated replies, edited messages), oldest first."""
         self.get_message(message_id)  # NotFoundError
         rows = branches.siblings(self.db, self.db["messages"].get(message_id))
         files = attached.for_messages(self.db, [r["id"] for r in rows])
-        return [Message.from_row(r, i + 1, len(rows), files.get(r["id"], ())) for i, r in enumerate(rows)]
+        calls = called.for_messages(self.db, [r["id"] for r in rows])
+        return [Message.from_row(r, i + 1, len(rows), files.get(r["id"], ()), calls.get(r["id"], ()))
+                for i, r in enumerate(rows)]
 
     def attachment_data(self, attachment_id: int) -> Optional[bytes]:
         """The original bytes of an attachment; None when only its text was kept."""
         return attached.data(self.db, attachment_id)
+
+    # Tool calls (MCP tools: tool_calls.py)
+
+    def add_tool_calls(self, message_id: int, calls: tuple[called.ToolCallRecord, ...]) -> Message:
+        """Record calls a reply made (status `pending` until `set_tool_result`)."""
+        self.get_message(message_id)  # NotFoundError
+        with self.db.atomic():
+            called.insert(self.db, message_id, calls, self.clock())
+        return self.get_message(message_id)
+
+    def set_tool_result(self, call_row_id: int, status: str, result: str) -> Message:
+        """Record how a call ended (done, denied or failed) and what the model is sent; returns its message."""
+        check_text("result", result)
+        with self.db.atomic():
+            message_id = called.set_result(self.db, call_row_id, status, result, self.clock())
+        return self.get_message(message_id)
+
+    def conversation_servers(self, conversation_id: int) -> list[str]:
+        """The MCP servers whose tools this conversation is offered."""
+        self.get_conversation(conversation_id)
+        return called.servers(self.db, conversation_id)
+
+    def set_conversation_servers(self, conversation_id: int, names: list[str]) -> list[str]:
+        self.get_conversation(conversation_id)
+        with self.db.atomic():
+            called.set_servers(self.db, conversation_id, names)
+        return called.servers(self.db, conversation_id)
 
     def select_version(self, message_id: int, step: int = 0) -> Message:
         """Show the version `step` places from `message_id` among its siblings (-1: the previous,

@@ -63,6 +63,12 @@ def build(version: int, path: Path) -> None:
                 "id": 1, "message_id": 1, "position": 0, "name": "itinerary.md", "media_type": "text/markdown",
                 "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
                 "data": None, "created_at": t})
+        if "0006_tool_calls" in MIGRATION_NAMES[:version]:
+            db["tool_calls"].insert({
+                "id": 1, "message_id": 2, "position": 0, "step": 1, "offset": 0, "call_id": "a1b2c3d4e",
+                "server": "maps", "tool": "find_bakery", "arguments": '{"city": "Lisbon"}', "status": "done",
+                "result": "Pastéis de Belém, Rua de Belém 84", "created_at": t + 1, "updated_at": t + 2})
+            db["conversation_servers"].insert({"conversation_id": 1, "server": "maps"})
     db.vacuum()
     db.close()
 
