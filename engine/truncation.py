@@ -101,8 +101,8 @@ def overflow(tokens: int, limit: int, latest_only: bool = False) -> ContextOverf
     """The refusal, with the numbers."""
     if latest_only:
         return ContextOverflowError(
-            f"the latest message alone takes {tokens} tokens; this model's context is {limit} tokens "
-            "(room is needed for the reply), so nothing earlier can be dropped to fit it")
+            f"the latest message (with the system prompt) takes {tokens} tokens; this model's context is "
+            f"{limit} tokens (room is needed for the reply), so dropping earlier messages cannot fit it")
     return ContextOverflowError(
         f"the prompt has {tokens} tokens; this model's context is {limit} tokens (room is needed for "
         "the reply). Shorten it, or ask for context_policy \"middle\" or \"rolling\" to drop messages")
