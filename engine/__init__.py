@@ -36,6 +36,7 @@ from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
+from . import truncation  # context policies, shared by the server and the app
 
 __all__ = [
     "AnyEngine",
@@ -70,4 +71,5 @@ __all__ = [
     "llama_library",
     "repo_options",
     "search_models",
+    "truncation",
 ]

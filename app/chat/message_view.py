@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette, QWheelEv
 from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
                                QTextBrowser, QToolButton, QVBoxLayout, QWidget)
 
+from app.chat.context_notice import ContextNotice
 from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 from app.chat.message_editor import EditPanel
 from app.chat.message_attachments import MessageFiles
@@ -55,12 +56,13 @@ class Shown:
     """What a thinking model wrote before its answer (`content`), shown apart and collapsed."""
     reasoning_s: Optional[float] = None
     attachments: tuple = ()  # the message's attached files (`Attachment` records)
+    notice: str = ""  # e.g. that earlier messages were left out to fit the context
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s, m.attachments)
+                   m.reasoning, m.reasoning_s, m.attachments, m.notice)
 
     @property
     def thinking(self) -> bool:
@@ -162,6 +164,8 @@ class MessageView(QFrame):
         self.thinking = ThinkingBlock()  # above the answer; collapsed
         self._clock = ThinkingClock()
         box.addWidget(self.thinking)
+        self.notice = ContextNotice()
+        box.addWidget(self.notice)
         box.addWidget(self.body)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
@@ -281,6 +285,7 @@ class MessageView(QFrame):
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
         self.files.show_files(shown.attachments)
+        self.notice.show_notice(shown.notice)
         if shown.role == "user" and self.editor is None:
             self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")

@@ -17,6 +17,7 @@ from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
 from engine.errors import CapacityError, ReplyInterruptedError
 
+from .context_policy import fit
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
 from .states import StateCache
@@ -196,6 +197,7 @@ class ConversationManager:
             thinking = self._thinking(conversation_id)
             if thinking is not None:
                 extra["thinking"] = thinking
+            messages = fit(self.engine, self.store, conversation_id, writer.message_id, messages, params, extra)
             # closing(): a reader that stops early must cancel the engine's stream before we wait
             with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
                 for chunk in chunks:

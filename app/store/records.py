@@ -136,6 +136,8 @@ class Message:
     """Seconds it spent thinking ("Thought for 12 s"); None when it did not think or unknown."""
     attachments: tuple = ()
     """Files attached to this message (`Attachment` records, without their bytes), in order."""
+    notice: str = ""
+    """Shown on a reply: e.g. that earlier messages were left out to fit the context; "" for none."""
 
     @classmethod
     def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = ()) -> "Message":
@@ -149,7 +151,7 @@ class Message:
                    parent_id=row.get("parent_id"), model=row.get("model"),
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
                    reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
-                   attachments=attachments)
+                   attachments=attachments, notice=row.get("notice") or "")
 
 
 @dataclass(frozen=True)

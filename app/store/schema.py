@@ -122,6 +122,14 @@ def attachments(db: Database) -> None:
     db["attachments"].enable_fts(["name", "text"], create_triggers=True)
 
 
+@_migration("0006_reply_notice")
+def reply_notice(db: Database) -> None:
+    """A reply's `notice`: what the person should know about how it was made, shown on it; today
+    that earlier messages were left out to fit the model's context (engine.truncation). "" for
+    none. Self-contained: it only adds a column, so it may be renumbered after other migrations."""
+    db["messages"].add_column("notice", str, not_null_default="")
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 
