@@ -63,6 +63,9 @@ def build(version: int, path: Path) -> None:
                 "id": 1, "message_id": 1, "position": 0, "name": "itinerary.md", "media_type": "text/markdown",
                 "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
                 "data": None, "created_at": t})
+        if "0006_reply_notice" in MIGRATION_NAMES[:version]:
+            db["messages"].update(2, {"notice": "The conversation was longer than the model's context of 2,048 "
+                                                "tokens: 4 earlier messages from the start left out."})
     db.vacuum()
     db.close()
 
