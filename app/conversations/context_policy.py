@@ -26,7 +26,8 @@ def fit(engine: AnyEngine, store: Store, conversation_id: int, message_id: int, 
     """The messages the model reads for reply `message_id`; when some are left out, the reply gets a
     notice saying so. Runs on the store's thread (it tokenizes the history: no compute).
 
-    A remote engine counts no tokens here: its server applies its own policy."""
+    A remote engine counts no tokens here: the policy applies to local models only, and the server
+    behind a remote engine decides (Confab's refuses, unless asked for a policy)."""
     policy = policy_of(store.get_conversation(conversation_id).sampling)
     if policy == "refuse" or not hasattr(engine, "chat_tokens"):
         return messages  # the engine refuses a prompt that does not fit (ContextOverflowError)
