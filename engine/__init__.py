@@ -37,6 +37,7 @@ from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remot
 from .session import Session, Stream
 from .toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
+from . import truncation  # context policies, shared by the server and the app
 
 __all__ = [
     "AnyEngine",
@@ -73,4 +74,5 @@ __all__ = [
     "llama_library",
     "repo_options",
     "search_models",
+    "truncation",
 ]

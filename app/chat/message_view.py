@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from app.chat.context_notice import ContextNotice
 from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 from app.chat.message_body import MessageBody
 from app.chat.message_editor import EditPanel
@@ -57,12 +58,13 @@ class Shown:
     reasoning_s: Optional[float] = None
     attachments: tuple = ()  # the message's attached files (`Attachment` records)
     tool_calls: tuple = ()  # the reply's tool calls and results (`ToolCallRecord`s)
+    notice: str = ""  # e.g. that earlier messages were left out to fit the context
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls)
+                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls, m.notice)
 
     @property
     def thinking(self) -> bool:
@@ -131,6 +133,8 @@ class MessageView(QFrame):
         box.addWidget(self.thinking)
         self.tools = ToolBlocks()  # the reply's tool calls, collapsed (app/mcp)
         box.addWidget(self.tools)
+        self.notice = ContextNotice()
+        box.addWidget(self.notice)
         box.addWidget(self.body)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
@@ -255,6 +259,7 @@ class MessageView(QFrame):
         self.model_label.setVisible(bool(model))
         self.files.show_files(shown.attachments)
         self.tools.show_calls(shown.tool_calls)
+        self.notice.show_notice(shown.notice)
         if shown.role == "user" and self.editor is None:
             self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")

@@ -368,7 +368,8 @@ class ChatPanel(QWidget):
         self._reply_ended(conversation_id)
         if isinstance(error, ContextOverflowError):  # say what it means and what to do
             error = RuntimeError(f"This conversation is full ({error}), so the model cannot answer. "
-                                 "Start a new conversation (Ctrl+N) to go on.")
+                                 "Start a new conversation (Ctrl+N) to go on, or let this one leave out "
+                                 "earlier messages (Conversation settings, When too long).")
         self.error.emit(error)
 
     def _reply_ended(self, conversation_id: int) -> None:

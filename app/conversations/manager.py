@@ -18,6 +18,7 @@ from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
 from engine.errors import CapacityError, ReplyInterruptedError
 
+from .context_policy import fit
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
 from .states import StateCache
@@ -236,6 +237,7 @@ class ConversationManager:
                 if offer.forced:
                     params = dataclasses.replace(params or SamplingParams(),
                                                  constraint=self.engine.tool_constraint(list(offer.tools), parallel=False))
+            messages = fit(self.engine, self.store, conversation_id, writer.message_id, messages, params, extra)
             # closing(): a reader that stops early must cancel the engine's stream before we wait
             with closing(self._chat_with_room(conversation_id, session, messages, params, extra)) as chunks:
                 for chunk in chunks:

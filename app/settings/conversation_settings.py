@@ -14,13 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
 from app.store import Conversation
 
 from app.chat.markdown_render import plain_title
+from app.conversations.context_policy import KEY as POLICY_KEY
+from app.conversations.context_policy import policy_of
+from engine import truncation
 from app.settings.preset_bar import PresetBar
 from app.settings.presets import Preset
 from app.settings.app_settings import MAX_TOKENS_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE, AppSettings, sampling_params
@@ -81,6 +84,16 @@ class ConversationSettingsDialog(QDialog):
             caption = QLabel(label)
             caption.setBuddy(spin)  # Alt+letter focuses the value
             form.addRow(caption, row)
+        self.context_policy = named(QComboBox(), "When the conversation is too long",
+                                    "What happens once this conversation no longer fits in the model's context")
+        self.context_policy.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.context_policy.setMinimumContentsLength(16)  # long labels must not widen the dialog
+        for policy in truncation.POLICIES:
+            self.context_policy.addItem(truncation.LABELS[policy], policy)
+        self.context_policy.setCurrentIndex(truncation.POLICIES.index(policy_of(conversation.sampling)))
+        caption = QLabel("When too &long:")
+        caption.setBuddy(self.context_policy)
+        form.addRow(caption, self.context_policy)
         layout.addLayout(form)
 
         self.reset = named(QPushButton("Use app &defaults for all"), "Use app defaults for all",
@@ -121,6 +134,7 @@ class ConversationSettingsDialog(QDialog):
     def apply_preset(self, preset: Preset) -> None:
         """Fill the dialog with a preset: its prompt, its overrides, the app default elsewhere."""
         self.system_prompt.setPlainText(preset.system_prompt)
+        self.context_policy.setCurrentIndex(truncation.POLICIES.index(policy_of(preset.sampling)))
         for key, box in self.use_default.items():
             value = preset.sampling.get(key)
             box.setChecked(value is None)
@@ -133,4 +147,7 @@ class ConversationSettingsDialog(QDialog):
         for key, spin in self.spins.items():
             if not self.use_default[key].isChecked():
                 sampling[key] = spin.value() if key == "max_tokens" else round(spin.value(), 2)
+        policy = self.context_policy.currentData()
+        if policy != truncation.DEFAULT_POLICY:
+            sampling[POLICY_KEY] = policy
         return self.system_prompt.toPlainText(), sampling

@@ -97,6 +97,8 @@ def export_markdown(store: Store, conversation_id: int) -> str:
         lines += _tool_calls_markdown(m)
         if m.attachments:
             lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
+        if m.notice:
+            lines += [f"*(✂ {m.notice})*", ""]
         note = _STATUS_NOTES.get(m.status)
         if note:
             lines += [f"*({note}{': ' + m.error if m.error else ''})*", ""]
@@ -133,7 +135,7 @@ def _message_dict(store: Store, m: Message) -> dict[str, Any]:
             "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
             **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
             "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s,
-            "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
+            "notice": m.notice, "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
                             for a in m.attachments],
             "tool_calls": [c.as_dict() for c in m.tool_calls]}
 
@@ -168,6 +170,9 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
             if m[key] is not None and not isinstance(m[key], str):
                 raise ImportFormatError(f"Bad export: message {i + 1}: {key} must be text.")
         m["reasoning"], m["reasoning_s"] = given.get("reasoning") or "", given.get("reasoning_s")
+        m["notice"] = given.get("notice") or ""  # older exports have none
+        if not isinstance(m["notice"], str):
+            raise ImportFormatError(f"Bad export: message {i + 1}: notice must be text.")
         if not isinstance(m["reasoning"], str):
             raise ImportFormatError(f"Bad export: message {i + 1}: reasoning must be text.")
         seconds = m["reasoning_s"]

@@ -138,6 +138,8 @@ class Message:
     """Files attached to this message (`Attachment` records, without their bytes), in order."""
     tool_calls: tuple = ()
     """Tool calls this reply made, with their results (`ToolCallRecord`s), in order."""
+    notice: str = ""
+    """Shown on a reply: e.g. that earlier messages were left out to fit the context; "" for none."""
 
     @classmethod
     def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = (),
@@ -152,7 +154,8 @@ class Message:
                    parent_id=row.get("parent_id"), model=row.get("model"),
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
                    reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
-                   attachments=attachments, tool_calls=tool_calls)
+                   attachments=attachments, tool_calls=tool_calls,
+                   notice=row.get("notice") or "")
 
 
 @dataclass(frozen=True)

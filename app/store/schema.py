@@ -146,6 +146,14 @@ def tool_calls(db: Database) -> None:
     )
 
 
+@_migration("0007_reply_notice")
+def reply_notice(db: Database) -> None:
+    """A reply's `notice`: what the person should know about how it was made, shown on it; today
+    that earlier messages were left out to fit the model's context (engine.truncation). "" for
+    none. Self-contained: it only adds a column, so it may be renumbered after other migrations."""
+    db["messages"].add_column("notice", str, not_null_default="")
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -250,6 +250,14 @@ class Store:
             self._touch_conversation(message.conversation_id, now)
         return self.get_message(message_id)
 
+    def set_notice(self, message_id: int, notice: str) -> None:
+        """Say something on a message the person should know (e.g. that earlier messages were left
+        out of what the model read); "" removes it."""
+        check_text("notice", notice)
+        self.get_message(message_id)  # NotFoundError for an unknown id
+        with self.db.atomic():
+            self.db["messages"].update(message_id, {"notice": notice})
+
     def truncate_after(self, message_id: int) -> int:
         """Delete every message added after this one in its conversation, on any branch; return
         how many were deleted. The app never does this (regenerate and edit keep versions). Saved states are left for the caller to check against

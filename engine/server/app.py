@@ -19,7 +19,8 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from . import errors, generation, guard, structured
+from ..truncation import truncation_fields
+from . import errors, fitting, generation, guard, openai_responses, structured
 from .errors import APIError
 from .host import EngineHost
 from .limits import DEFAULT_MAX_BODY, BodyLimit
@@ -102,6 +103,8 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         await to_thread.run_sync(pool.delete, session_id, request.state.owner)
         return {"id": session_id, "object": "session", "deleted": True}
 
+    openai_responses.install(app, host, _unless_gone)
+
     for path, what in errors.UNSUPPORTED.items():
         app.add_api_route(path, errors.unsupported(what), methods=["GET", "POST"])
 
@@ -114,13 +117,13 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         shaped = structured.plan(body, pool.engine)
 
         def begin():
-            prompt = generation.chat_prompt(pool.engine, messages, shaped.tools)
-            generation.check_context(pool.engine, prompt)
+            fitted, prompt, cut = fitting.fit_chat(pool.engine, messages, shaped.tools, body.context_policy,
+                                                   body.token_limit)
             params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
                              constraint=shaped.constraint, logprobs=shaped.logprobs)
             lease, stream = generation.start(pool, session_id, owner, prompt,
-                                             lambda s: s.chat(messages, params, tools=shaped.tools))
-            return lease, stream, len(prompt)
+                                             lambda s: s.chat(fitted, params, tools=shaped.tools))
+            return lease, stream, len(prompt), cut
 
         return await _respond("chat", pool, body, begin, request, shaped.logprobs is not None,
                               shaped.tool_format, shaped.parallel)
@@ -133,12 +136,12 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         pool = host.check_model(body.model)
 
         def begin():
-            prompt = generation.text_prompt(pool.engine, body.prompt)
-            generation.check_context(pool.engine, prompt)
+            prompt, cut = fitting.fit_prompt(pool.engine, generation.text_prompt(pool.engine, body.prompt),
+                                             body.context_policy, body.token_limit)
             params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
                              logprobs=body.logprobs)
             lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params))
-            return lease, stream, len(prompt)
+            return lease, stream, len(prompt), cut
 
         return await _respond("completions", pool, body, begin, request, body.logprobs is not None)
 
@@ -147,17 +150,19 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
 
 async def _respond(kind: str, pool, body, begin, request: Request, logprobs: bool = False,
                    tool_format: Optional[str] = None, parallel: bool = True):
-    lease, stream, prompt_len = await to_thread.run_sync(begin)
+    lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
     reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
     tokens = Tokens(pool.engine.tokenizer) if logprobs else None
     shape = Shape(kind, pool.engine.source, lease.key, tokens, tool_format, parallel)
+    field, headers = truncation_fields(cut)
+    shape.truncated = field["truncated"]
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+                                 headers={**SSE_HEADERS, **headers})
     result = await _unless_gone(collect(reply, shape), request, reply)
     if result is None:  # the client hung up: nobody reads this, but the session is free again
         return JSONResponse({}, status_code=499)
-    return shape.whole(result)
+    return JSONResponse(shape.whole(result), headers=headers)
 
 
 async def _unless_gone(work, request: Request, reply):

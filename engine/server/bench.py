@@ -6,7 +6,9 @@ in-process, and what a warm session saves, on one loaded model in one run.
 - p50 time to first token over HTTP minus in-process (a short prompt on a fresh session);
 - time to first token of a second turn on a ~2,000-token conversation: warm (named session) vs cold;
 - structured output: JSON-schema tok/s ÷ free tok/s at 1 and 8 clients, and time to a tool call's first
-  chunk (engine/server/bench_structured.py).
+  chunk (engine/server/bench_structured.py);
+- the Responses API beside chat/completions, and a previous_response_id follow-up vs a stateless
+  resend (engine/server/bench_apis.py).
 
 The server runs on a background thread of this process, the clients on an asyncio loop in the main
 thread. Figures are printed, never asserted: the machine may be shared and noisy.
@@ -95,7 +97,10 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"JSON schema / free tok/s: {structured['json_schema_vs_free_1']:.2f} (1 client), "
         f"{structured['json_schema_vs_free_8']:.2f} (8); grammar share of decode {structured['mask_share_1']:.2%} (1), "
         f"{structured['mask_share_8']:.2%} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
-    return {**structured,
+    from . import bench_apis
+
+    apis = bench_apis.measure(server.url, engine, _stream, long_conversation(engine), say)
+    return {**structured, **apis,
         "model": engine.source, "backend": engine.backend, "device": engine.device, "dtype": engine.dtype,
         "clients": CLIENTS, "tokens_per_client": TOKENS,
         "http_aggregate_tok_s": round(http, 2), "inproc_aggregate_tok_s": round(inproc, 2),
@@ -252,6 +257,9 @@ def print_table(f: dict) -> None:
         ("process RSS, model loaded: server off / on (MiB)",
          f"{f['rss_server_off_mib']:.0f} / {f['rss_server_on_mib']:.0f}", ""),
     ]
+    from . import bench_apis
+
+    rows += bench_apis.rows(f)
     width = max(len(r[0]) for r in rows)
     print(f"| {'figure'.ljust(width)} | value | target |")
     print(f"|{'-' * (width + 2)}|-------|--------|")

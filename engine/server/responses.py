@@ -44,12 +44,17 @@ class Shape:
         self.tool_format = tool_format
         self.parallel = parallel
         self._offset = 0
+        self.truncated: Optional[dict] = None
+        """What was cut to fit the context (engine.truncation.Cut.as_json()); None: nothing."""
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 
     def _head(self, object_name: str) -> dict:
-        return {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
+        head = {"id": self.id, "object": object_name, "created": self.created, "model": self.model,
                 "system_fingerprint": None, "session_id": self.session_id}
+        if self.truncated is not None:  # streamed chunks say it only when something was cut
+            head["truncated"] = self.truncated
+        return head
 
     def _logprobs(self, logprobs) -> Optional[dict]:
         if self.tokens is None:
@@ -74,7 +79,7 @@ class Shape:
         else:
             choice = {"index": 0, "text": result.text, "finish_reason": result.finish_reason, "logprobs": logprobs}
             body = self._head("text_completion")
-        return {**body, "choices": [choice], "usage": result.usage.as_json()}
+        return {**body, "choices": [choice], "usage": result.usage.as_json(), "truncated": self.truncated}
 
     def chunk(self, text: Optional[str], finish_reason: Optional[str] = None, first: bool = False,
               with_usage: bool = False, logprobs: tuple = (), call: Optional[CallDelta] = None,

@@ -101,6 +101,9 @@ class _Sampling(_Strict):
     session_id: Optional[str] = Field(default=None, min_length=1, max_length=200)
     ignore_eos: bool = False
     """vLLM's extension: generate max_tokens even past end tokens (benchmarks, fixed-length tests)."""
+    context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
+    """A prompt longer than the context: refused (the default), or cut (engine.truncation), said in
+    the reply's `truncated` field and X-Confab-Truncated header."""
     # Accepted because they change nothing here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None

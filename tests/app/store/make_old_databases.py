@@ -69,6 +69,9 @@ def build(version: int, path: Path) -> None:
                 "server": "maps", "tool": "find_bakery", "arguments": '{"city": "Lisbon"}', "status": "done",
                 "result": "Pastéis de Belém, Rua de Belém 84", "created_at": t + 1, "updated_at": t + 2})
             db["conversation_servers"].insert({"conversation_id": 1, "server": "maps"})
+        if "0007_reply_notice" in MIGRATION_NAMES[:version]:
+            db["messages"].update(2, {"notice": "The conversation was longer than the model's context of 2,048 "
+                                                "tokens: 4 earlier messages from the start left out."})
     db.vacuum()
     db.close()
 
