@@ -173,9 +173,9 @@ class CallStream:
         """What is left once the reply ended: held text that never became a call comes back as text,
         unless the token limit `cut` a call before its name was written (then it is dropped: a
         marker such as `<tool_call>` is never content)."""
-        if self._mode != "calls":
+        if self._mode != "calls":  # undecided: maybe a marker's first characters, held back
             rest, self._buf = self._buf, ""
-            return rest, []
+            return ("", []) if cut and _call_begins(self.fmt, rest) else (rest, [])
         deltas = self._calls()
         if self.calls == 0:
             text, self._held, self._buf = self._held, "", ""
@@ -184,12 +184,14 @@ class CallStream:
 
 
 def _call_begins(fmt: str, text: str) -> bool:
-    """Whether held `text` is the start of a call: a marker, or (Llama 3, Mistral) `{"name"` so far."""
+    """Whether held `text` is the start of a call: a marker or its first characters, or (Llama 3,
+    Mistral) `{"name"` so far."""
     head = text.lstrip()
-    if fmt == "hermes" or any(head.startswith(m) for m in _MARKERS[fmt] if m != "["):
+    markers = ("<tool_call>",) if fmt == "hermes" else tuple(m for m in _MARKERS[fmt] if m != "[")
+    if head and any(head.startswith(m) or m.startswith(head) for m in markers):
         return True
     head = re.sub(r"\s", "", head.removeprefix("["))[:7]
-    return bool(head) and '{"name"'.startswith(head)
+    return fmt != "hermes" and bool(head) and '{"name"'.startswith(head)
 
 
 def cut_reply(fmt: str, text: str) -> tuple[str, list[ToolCall]]:

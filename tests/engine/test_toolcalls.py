@@ -87,6 +87,9 @@ def test_a_call_starts_streaming_as_soon_as_its_name_is_written():
 
 @pytest.mark.parametrize("fmt, text, content, calls", [
     ("hermes", "<tool_call>", "", []),
+    ("hermes", "<tool_ca", "", []),
+    ("hermes", "A <b>", "A <b>", []),
+    ("llama3", "<|python", "", []),
     ("hermes", 'Sure.\n<tool_call>\n{"name": "get_wea', "Sure.", []),
     ("hermes", '<tool_call>\n{"name": "get_weather", "arguments": {"ci', "", [("get_weather", '{"ci')]),
     ("llama3", '<|python_tag|>{"name": "get', "", []),
