@@ -79,6 +79,8 @@ class MessagesRequest(CountTokensRequest):
     output_config: Optional[dict[str, Any]] = None
     """The newer place of the same: `{"format": {…}}` (its `effort` is accepted and changes nothing)."""
     service_tier: Optional[str] = None
+    ignore_eos: bool = False
+    """vLLM's extension, as on chat: generate max_tokens even past end tokens (benchmarks)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ def translate(body: CountTokensRequest) -> Translated:
     full = isinstance(body, MessagesRequest)
     if full:
         chat.update({"max_tokens": body.max_tokens, "stream": body.stream, "temperature": body.temperature,
-                     "top_p": body.top_p})
+                     "top_p": body.top_p, "ignore_eos": body.ignore_eos})
         fmt = body.output_format or (body.output_config or {}).get("format")
         if fmt is not None:
             chat["response_format"] = _output_format(fmt)
