@@ -15,6 +15,7 @@ import uuid
 from typing import AsyncIterator, Optional
 
 from ..toolstream import CallDelta
+from .anthropic_errors import body_of
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .responses import Result, Shape, _Calls
@@ -65,8 +66,7 @@ def event(name: str, data: dict) -> bytes:
 
 
 def error_event(error: APIError) -> bytes:
-    from .anthropic_errors import body_of  # the same mapping as whole error answers
-    return event("error", body_of(error.status, error.body()))
+    return event("error", body_of(error.status, error.body()))  # the same mapping as whole error answers
 
 
 class _Blocks:

@@ -103,3 +103,33 @@ def test_a_streaming_client_that_hangs_up_frees_its_session(serve, tiny_engine):
     assert not gone["busy"] and gone["tokens"] < 150  # stopped instead of running to its 200 tokens
     again = h.post("/v1/messages", json={**body, "stream": False, "max_tokens": 2}, headers={"x-session-id": "gone"})
     assert again.status_code == 200, again.text  # the session takes a new turn (no 409)
+
+
+TOOL = {"name": "f", "input_schema": {"type": "object"}}
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "f", "input": "text"}]}]}, "messages.1.content.0.input must be an object"),
+    ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "server tool 'web_search_20250305'"),
+    ({"tools": [{"name": "f"}]}, "tools.0.input_schema"),
+    ({"tools": [TOOL], "tool_choice": {"type": "tool"}}, "needs the tool's name"),
+    ({"tools": [TOOL], "tool_choice": {"type": "tool", "name": "g"}}, "'g', which is not among the tools"),
+    ({"tool_choice": {"type": "any"}}, "tool_choice needs tools"),
+    ({"stop_sequences": [""]}, "stop_sequences"),
+    ({"mcp_servers": [{"type": "url", "url": "http://x"}]}, "mcp_servers is not supported"),
+    ({"system": [{"type": "image"}]}, "system.0: image content is not supported"),
+    ({"temperature": 1.5}, "temperature"),
+    ({"max_tokens": 0}, "max_tokens"),
+    ({"messages": []}, "messages"),
+])
+def test_bad_requests_name_what_is_wrong(serve, tiny_engine, extra, words):
+    server = serve(tiny_engine)
+    body = {"model": tiny_engine.source, "messages": ASK, "max_tokens": 4, **extra}
+    with http(server) as h:
+        r = h.post("/v1/messages", json=body)
+        assert r.status_code == 400 and r.json()["type"] == "error", r.text
+        assert r.json()["error"]["type"] == "invalid_request_error" and words in r.json()["error"]["message"]
+        count = h.post("/v1/messages/count_tokens", json={k: v for k, v in body.items() if k not in ("max_tokens",)})
+        assert count.status_code in (200, 400)
+        assert h.post("/v1/messages", json={"messages": ASK, "max_tokens": 2}).status_code == 200  # it goes on
