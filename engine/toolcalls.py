@@ -200,13 +200,8 @@ def parse(fmt: str, text: str) -> tuple[str, list[ToolCall]]:
         start = text.find("<tool_call>")
         if start < 0:
             return text, []
-        calls = []
-        for block in re.findall(r"<tool_call>(.*?)(?:</tool_call>|$)", text[start:], flags=re.S):
-            call = _one_call(block.strip(), "arguments")
-            if call is None:
-                return text, []
-            calls.append(call)
-        return text[:start].rstrip(), calls
+        calls = _hermes_calls(text[start:])
+        return (text[:start].rstrip(), calls) if calls else (text, [])
     body = text.strip()
     for marker in ("[TOOL_CALLS]", "<|python_tag|>"):
         body = body.removeprefix(marker).lstrip()
@@ -221,6 +216,28 @@ def parse(fmt: str, text: str) -> tuple[str, list[ToolCall]]:
         call = _one_call(body, "parameters")
         return ("", [call]) if call else (text, [])
     return text, []
+
+
+def _hermes_calls(text: str) -> list[ToolCall]:
+    """Every `<tool_call>{…}</tool_call>` block of `text` (which starts with the first), or [] if any
+    is malformed. The JSON is read first and the closing tag after it: the tag's text may sit inside
+    a JSON string (an agent writing a file that mentions it). The last block may lack its closing
+    tag (a stop string, or the end of the reply); text between or after blocks is not a call."""
+    calls, decoder = [], json.JSONDecoder()
+    at = text.find("<tool_call>")
+    while at >= 0:
+        at += len("<tool_call>")
+        at += len(text[at:]) - len(text[at:].lstrip())
+        try:
+            obj, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return []
+        call = call_from_object(obj, "arguments")
+        if call is None:
+            return []
+        calls.append(call)
+        at = text.find("<tool_call>", at)
+    return calls
 
 
 def _one_call(text: str, key: str) -> Optional[ToolCall]:

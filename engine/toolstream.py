@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .toolcalls import call_from_object, new_call_id, opener
+from .toolcalls import ToolCall, call_from_object, new_call_id, opener
 
 _HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*')
 _JUNK = {"hermes": "", "llama3": "};, \n\t\r", "mistral": "}],; \n\t\r"}
@@ -169,13 +169,41 @@ class CallStream:
             return text, []
         return "", deltas
 
-    def finish(self) -> tuple[str, list[CallDelta]]:
-        """What is left once the reply ended: held text that never became a call comes back as text."""
-        if self._mode != "calls":
+    def finish(self, cut: bool = False) -> tuple[str, list[CallDelta]]:
+        """What is left once the reply ended: held text that never became a call comes back as text,
+        unless the token limit `cut` a call before its name was written (then it is dropped: a
+        marker such as `<tool_call>` is never content)."""
+        if self._mode != "calls":  # undecided: maybe a marker's first characters, held back
             rest, self._buf = self._buf, ""
-            return rest, []
+            return ("", []) if cut and _call_begins(self.fmt, rest) else (rest, [])
         deltas = self._calls()
         if self.calls == 0:
             text, self._held, self._buf = self._held, "", ""
-            return text, []
+            return ("", []) if cut and _call_begins(self.fmt, text) else (text, [])
         return "", deltas
+
+
+def _call_begins(fmt: str, text: str) -> bool:
+    """Whether held `text` is the start of a call: a marker or its first characters, or (Llama 3,
+    Mistral) `{"name"` so far."""
+    head = text.lstrip()
+    markers = ("<tool_call>",) if fmt == "hermes" else tuple(m for m in _MARKERS[fmt] if m != "[")
+    if head and any(head.startswith(m) or m.startswith(head) for m in markers):
+        return True
+    head = re.sub(r"\s", "", head.removeprefix("["))[:7]
+    return fmt != "hermes" and bool(head) and '{"name"'.startswith(head)
+
+
+def cut_reply(fmt: str, text: str) -> tuple[str, list[ToolCall]]:
+    """(content, calls) of a reply the token limit cut, read as a stream reads it: the calls begun,
+    the last one's arguments maybe unfinished JSON; a call cut before its name is dropped."""
+    stream = CallStream(fmt)
+    content, deltas = stream.feed(text)
+    rest, more = stream.finish(cut=True)
+    calls: list[ToolCall] = []
+    for d in deltas + more:
+        if d.id is not None:
+            calls.append(ToolCall(d.name or "", d.arguments, d.id))
+        else:
+            calls[-1] = ToolCall(calls[-1].name, calls[-1].arguments + d.arguments, calls[-1].id)
+    return (content + rest).rstrip(), calls

@@ -20,7 +20,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..truncation import truncation_fields
-from . import errors, fitting, generation, guard, openai_responses, structured
+from . import anthropic_api, errors, fitting, generation, guard, openai_responses, structured
 from .errors import APIError
 from .host import EngineHost
 from .limits import DEFAULT_MAX_BODY, BodyLimit
@@ -66,7 +66,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
                 guard.check_host(request.headers.get("host", ""))
             request.state.owner = None
             if keys and request.url.path.startswith("/v1") and request.method != "OPTIONS":
-                request.state.owner = guard.owner_of(request.headers.get("authorization", ""), keys)
+                request.state.owner = guard.owner_of(_authorization(request), keys)
         except APIError as e:
             return e.response()
         return await call_next(request)
@@ -145,7 +145,14 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
 
         return await _respond("completions", pool, body, begin, request, body.logprobs is not None)
 
+    anthropic_api.register(app, host)
     return app
+
+
+def _authorization(request: Request) -> str:
+    """The Authorization header, or Anthropic's `x-api-key` as the same bearer key."""
+    key = request.headers.get("x-api-key")
+    return request.headers.get("authorization") or (f"Bearer {key}" if key else "")
 
 
 async def _respond(kind: str, pool, body, begin, request: Request, logprobs: bool = False,

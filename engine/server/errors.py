@@ -73,7 +73,8 @@ def from_engine(error: engine_errors.EngineError) -> APIError:
     return APIError(500, str(error), "engine_error", "server_error")
 
 
-ENDPOINTS = ("this server answers /v1/chat/completions, /v1/completions, /v1/responses, /v1/models and "
+ENDPOINTS = ("this server answers /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses, "
+             "/v1/models and "
              "/v1/sessions")
 
 UNSUPPORTED = {

@@ -70,13 +70,14 @@ def interrupted(why: str) -> APIError:
                     "server_error")
 
 
-def chat_prompt(engine: Engine, messages: list[dict], tools: Optional[list[dict]] = None) -> list[int]:
+def chat_prompt(engine: Engine, messages: list[dict], tools: Optional[list[dict]] = None,
+                thinking: Optional[bool] = None, continue_final: bool = False) -> list[int]:
     """Token ids of `messages` (and `tools`) under the model's chat template, as the session will
     prefill them (message content and tool results as text), for pool matching and the context check."""
     if not getattr(engine.tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
     limits.check_chars(engine, sum(len(m["content"] or "") for m in messages))
-    return engine.chat_tokens(messages, tools=tools)
+    return engine.chat_tokens(messages, continue_final=continue_final, tools=tools, thinking=thinking)
 
 
 def text_prompt(engine: Engine, prompt) -> list[int]:
@@ -169,6 +170,11 @@ class Reply:
                 return
         finally:
             self.close()
+
+    @property
+    def stop_sequence(self) -> Optional[str]:
+        """The stop string that ended the reply, if one did."""
+        return self._matcher.matched
 
     def close(self) -> None:
         """Cancel the reply if it is still running (a dropped client) and give the session back."""

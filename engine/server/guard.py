@@ -29,7 +29,7 @@ def owner_of(authorization: str, keys: tuple[str, ...]) -> Optional[str]:
         if hmac.compare_digest(token.encode(), key.encode()):
             matched = key
     if matched is None:
-        raise APIError(401, "missing or wrong API key (send Authorization: Bearer <key>)", "invalid_api_key")
+        raise APIError(401, "missing or wrong API key (send Authorization: Bearer <key>, or x-api-key: <key>)", "invalid_api_key")
     return hashlib.sha256(matched.encode()).hexdigest()[:16]
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
 from ..toolcalls import ToolCall, parse
-from ..toolstream import CallDelta, CallStream
+from ..toolstream import CallDelta, CallStream, cut_reply
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .logprob_json import Tokens, chat_logprobs, completion_logprobs
@@ -139,7 +139,7 @@ class _Calls:
             return piece.text, []
         text, deltas = self._stream.feed(piece.text)
         if piece.finish_reason is not None:
-            rest, more = self._stream.finish()
+            rest, more = self._stream.finish(cut=piece.finish_reason == "length")
             text, deltas = text + rest, deltas + more
         if not self._parallel:  # parallel_tool_calls: false keeps the first call only
             deltas = [d for d in deltas if d.index == 0]
@@ -178,8 +178,9 @@ async def collect(reply: Reply, shape: Shape) -> Result:
         logprobs += piece.logprobs
         if piece.finish_reason is not None:
             text, calls = "".join(parts), []
-            if shape.tool_format:
-                text, calls = parse(shape.tool_format, text)
+            if shape.tool_format:  # a cut reply is read as a stream reads it: never a marker as text
+                cut = piece.finish_reason == "length"
+                text, calls = (cut_reply if cut else parse)(shape.tool_format, text)
                 calls = calls if shape.parallel else calls[:1]
             reason = finish_reason(piece.finish_reason, bool(calls))
             return Result(text, reason, piece.usage, calls, logprobs, "".join(thoughts))

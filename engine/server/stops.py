@@ -14,6 +14,8 @@ class StopMatcher:
         self._stops = [s for s in stops if s]
         self._held = ""
         self.stopped = False
+        self.matched: str | None = None
+        """The stop string that ended the text (Anthropic's `stop_sequence` names it)."""
 
     def feed(self, text: str) -> str:
         """Text that may be sent now; after a stop string, the text before it and `stopped` set."""
@@ -25,6 +27,7 @@ class StopMatcher:
         cut = min((i for i in (buffer.find(s) for s in self._stops) if i >= 0), default=-1)
         if cut >= 0:
             self.stopped = True
+            self.matched = next(s for s in self._stops if buffer.find(s) == cut)
             self._held = ""
             return buffer[:cut]
         keep = self._partial_suffix(buffer)

@@ -52,11 +52,12 @@ def _response_format(body: ChatCompletionRequest) -> Optional[Constraint]:
     fmt = body.response_format
     if fmt is None or fmt.type == "text":
         return None
-    if fmt.type == "json_object":
+    if fmt.type == "json_object" and fmt.schema_ is None:
         return Constraint.json_object()
+    schema = fmt.schema_ if fmt.type == "json_object" else fmt.json_schema.schema_
     try:
         # Objects closed even when not strict: the reply still validates against the schema as given,
         # and a weak model left free to add properties can fill the token limit with them.
-        return Constraint.json_schema(fmt.json_schema.schema_, strict=True)
+        return Constraint.json_schema(schema, strict=True)
     except InvalidRequestError as e:
         raise bad_request(str(e), "invalid_json_schema") from None

@@ -62,9 +62,14 @@ class ResponseFormat(_Shape):
 
     type: Literal["text", "json_object", "json_schema"]
     json_schema: Optional[JsonSchemaFormat] = None
+    schema_: Optional[dict[str, Any]] = Field(default=None, alias="schema")
+    """llama.cpp server's form, `{"type": "json_object", "schema": {…}}` (instructor's JSON_SCHEMA
+    mode sends it): enforced like `json_schema`, never dropped."""
 
     @model_validator(mode="after")
     def _has_schema(self) -> "ResponseFormat":
         if self.type == "json_schema" and (self.json_schema is None or self.json_schema.schema_ is None):
             raise ValueError("response_format json_schema needs json_schema.schema")
+        if self.schema_ is not None and self.type != "json_object":
+            raise ValueError("response_format takes a top-level schema only with type json_object")
         return self

@@ -8,12 +8,14 @@ import json
 import pytest
 
 from engine.toolcalls import call_constraint, detect_format, parse
-from engine.toolstream import CallStream
+from engine.toolstream import CallStream, cut_reply
 
 HERMES = ('Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
           '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>')
 LLAMA = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
 MISTRAL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]'
+CLOSING_TAG_IN_JSON = ('<tool_call>\n{"name": "write_file", "arguments": {"path": "a.md", "text": "use </tool_call> '
+                       'to close"}}\n</tool_call>')  # a coding agent writing a file that mentions the tag
 TWO = [("get_weather", {"city": "Paris"}), ("get_time", {})]
 
 
@@ -31,6 +33,7 @@ def _calls(calls):
     ("llama3", "{broken json", "{broken json", []),
     ("mistral", "[1, 2]", "[1, 2]", []),
     ("hermes", '<tool_call>\n{"arguments": {"a": 1}, "name": "f"}\n</tool_call>', "", [("f", {"a": 1})]),
+    ("hermes", CLOSING_TAG_IN_JSON, "", [("write_file", {"path": "a.md", "text": "use </tool_call> to close"})]),
 ])
 def test_parse_whole_reply(fmt, text, content, calls):
     got_content, got = parse(fmt, text)
@@ -63,7 +66,8 @@ def _stream(fmt, text, step):
                                        ("mistral", MISTRAL.removeprefix("[TOOL_CALLS]")),
                                        ("hermes", '<tool_call>\n{"arguments": {"a": [1, "}"]}, "name": "f"}\n</tool_call>'),
                                        ("hermes", "plain <b>text</b> with <tool"), ("llama3", "Hello, world"),
-                                       ("llama3", "{broken json"), ("mistral", "[1, 2]")])
+                                       ("llama3", "{broken json"), ("mistral", "[1, 2]"),
+                                       ("hermes", CLOSING_TAG_IN_JSON)])
 @pytest.mark.parametrize("step", [1, 2, 5, 1000])
 def test_streamed_in_any_pieces_gives_the_same_as_whole(fmt, text, step):
     content, calls, ids = _stream(fmt, text, step)
@@ -79,6 +83,24 @@ def test_a_call_starts_streaming_as_soon_as_its_name_is_written():
     assert [(d.index, d.name, d.arguments) for d in deltas] == [(0, "get_weather", ""), (0, None, '{"ci')]
     _, deltas = stream.feed('ty": "Paris"}}\n</tool_call>')
     assert "".join(d.arguments for d in deltas) == 'ty": "Paris"}'
+
+
+@pytest.mark.parametrize("fmt, text, content, calls", [
+    ("hermes", "<tool_call>", "", []),
+    ("hermes", "<tool_ca", "", []),
+    ("hermes", "A <b>", "A <b>", []),
+    ("llama3", "<|python", "", []),
+    ("hermes", 'Sure.\n<tool_call>\n{"name": "get_wea', "Sure.", []),
+    ("hermes", '<tool_call>\n{"name": "get_weather", "arguments": {"ci', "", [("get_weather", '{"ci')]),
+    ("llama3", '<|python_tag|>{"name": "get', "", []),
+    ("llama3", '{"nam', "", []),
+    ("llama3", '{"a": 1', '{"a": 1', []),  # plain JSON text, not a call
+    ("mistral", '[TOOL_CALLS][{"name": "f", "arguments": {}}, {"na', "", [("f", "{}")]),
+])
+def test_a_reply_cut_by_the_token_limit_never_gives_a_marker_as_text(fmt, text, content, calls):
+    """A forced call cut by max_tokens: the calls begun (arguments maybe unfinished), or nothing."""
+    got_content, got = cut_reply(fmt, text)
+    assert got_content == content and [(c.name, c.arguments) for c in got] == calls
 
 
 def test_unclosed_hermes_block_at_the_end_is_still_read():
