@@ -16,7 +16,8 @@ from anyio import to_thread
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from . import anthropic_stream, generation, structured
+from ..truncation import truncation_fields
+from . import anthropic_stream, fitting, generation, structured
 from .anthropic_errors import AnthropicErrors
 from .anthropic_schemas import CountTokensRequest, MessagesRequest, translate
 from .host import EngineHost
@@ -43,25 +44,31 @@ def register(app: FastAPI, host: EngineHost) -> None:
         shaped = structured.plan(chat, engine)
 
         def begin():
-            prompt = generation.chat_prompt(engine, messages, shaped.tools, asked.thinking, asked.continue_final)
-            generation.check_context(engine, prompt)
+            if asked.continue_final:  # the reply continues the last message: nothing may be cut
+                fitted, cut = messages, None
+                prompt = generation.chat_prompt(engine, messages, shaped.tools, asked.thinking, True)
+                generation.check_context(engine, prompt)
+            else:
+                fitted, prompt, cut = fitting.fit_chat(engine, messages, shaped.tools, body.context_policy,
+                                                       chat.token_limit, asked.thinking)
             params = replace(generation.sampling(chat, engine, len(prompt), chat.token_limit),
                              constraint=shaped.constraint, top_k=asked.top_k)
             lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.chat(
-                messages, params, tools=shaped.tools, thinking=asked.thinking, continue_final=asked.continue_final))
-            return lease, stream, len(prompt)
+                fitted, params, tools=shaped.tools, thinking=asked.thinking, continue_final=asked.continue_final))
+            return lease, stream, len(prompt), cut
 
-        lease, stream, prompt_len = await to_thread.run_sync(begin)
+        lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
         reply = generation.Reply(pool, lease, stream, asked.stops, prompt_len)
         shape = Shape("chat", engine.source, lease.key, None, shaped.tool_format, shaped.parallel)
         msg_id, model = anthropic_stream.message_id(), body.model or engine.source
+        field, headers = truncation_fields(cut)
         if body.stream:
-            return StreamingResponse(anthropic_stream.events(reply, shape, msg_id, model, prompt_len),
-                                     media_type="text/event-stream", headers=SSE_HEADERS)
+            return StreamingResponse(anthropic_stream.events(reply, shape, msg_id, model, prompt_len, field),
+                                     media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
         result = await _unless_gone(collect(reply, shape), request, reply)
         if result is None:  # the client hung up: nobody reads this, but the session is free again
             return JSONResponse({}, status_code=499)
-        return anthropic_stream.whole(result, reply, msg_id, model)
+        return JSONResponse({**anthropic_stream.whole(result, reply, msg_id, model), **field}, headers=headers)
 
     @app.post("/v1/messages/count_tokens")
     async def count_tokens(body: CountTokensRequest) -> dict:

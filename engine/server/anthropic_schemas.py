@@ -81,6 +81,9 @@ class MessagesRequest(CountTokensRequest):
     service_tier: Optional[str] = None
     ignore_eos: bool = False
     """vLLM's extension, as on chat: generate max_tokens even past end tokens (benchmarks)."""
+    context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
+    """Confab's extension, as on chat: a prompt longer than the context is refused (the default) or
+    cut (engine.truncation), said in the reply's `truncated` field and X-Confab-Truncated header."""
 
 
 @dataclass(frozen=True)

@@ -119,16 +119,18 @@ class _Blocks:
         return [event("content_block_stop", {"type": "content_block_stop", "index": self.index})]
 
 
-async def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len: int) -> AsyncIterator[bytes]:
+async def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len: int,
+                 extra: Optional[dict] = None) -> AsyncIterator[bytes]:
     """SSE bytes of a streamed reply. A client that goes away closes the generator, and the reply
-    is cancelled at the next token (`reply.close()`)."""
+    is cancelled at the next token (`reply.close()`). `extra`: fields for the message_start's
+    message (what the context policy cut: `truncated`)."""
     pieces = reply.pieces().__aiter__()
     waiting: Optional[asyncio.Future] = None
     try:
         yield event("message_start", {"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": prompt_len, "output_tokens": 0}}})
+            "usage": {"input_tokens": prompt_len, "output_tokens": 0}, **(extra or {})}})
         yield event("ping", {"type": "ping"})
         blocks, splitter = _Blocks(), _Calls(shape)
         last: Optional[Piece] = None

@@ -110,3 +110,38 @@ def test_an_unknown_policy_is_a_clear_400(serve, tiny_engine):
     with http(server) as h:
         reply = h.post("/v1/chat/completions", json={"messages": long_chat(1), "context_policy": "shrink"})
     assert reply.status_code == 400 and "context_policy" in reply.json()["error"]["message"]
+
+
+def _anthropic_messages(turns: int = 12) -> tuple[str, list[dict]]:
+    chat = long_chat(turns)
+    return chat[0]["content"], chat[1:]
+
+
+def test_messages_refuse_a_long_prompt_in_anthropics_shape(serve, tiny_engine):
+    server = serve(tiny_engine)
+    system, messages = _anthropic_messages()
+    with http(server) as h:
+        reply = h.post("/v1/messages", json={"system": system, "messages": messages, "max_tokens": 4})
+    assert reply.status_code == 400
+    body = reply.json()
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert "this model's context is 256 tokens" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_cut_under_a_policy_and_say_so(serve, tiny_engine, stream):
+    server = serve(tiny_engine)
+    system, messages = _anthropic_messages()
+    with http(server) as h:
+        reply = h.post("/v1/messages", json={"system": system, "messages": messages, "max_tokens": 8,
+                                             "temperature": 0, "context_policy": "rolling", "stream": stream})
+    assert reply.status_code == 200
+    assert "policy=rolling" in reply.headers[HEADER]
+    if stream:
+        start = next(json.loads(line[len("data: "):]) for line in reply.text.splitlines()
+                     if line.startswith("data: ") and '"message_start"' in line)
+        cut = start["message"]["truncated"]
+    else:
+        cut = reply.json()["truncated"]
+        assert reply.json()["usage"]["input_tokens"] == cut["prompt_tokens"]
+    assert cut["policy"] == "rolling" and cut["dropped_messages"] > 0
