@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from typing import Optional
+from typing import Callable, Optional
 
 from . import refcheck
 from .cpu_features import cpu_flags, cpu_name, describe
@@ -22,6 +22,10 @@ REFERENCE_TOLERANCE = 2.0
 """Largest accepted difference from the float32 reference. Measured on a 2-core AVX2 CPU, bundled
 SmolLM2-135M Q4_1 on llama.cpp: 1.02 (issue 25's AMX Xeon: ≤ 0.86 on correct paths, 11.4 on the
 broken one). Models with random or unusual weights may need `--tolerance`."""
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
 
 
 def add_parser(sub) -> None:
@@ -36,7 +40,16 @@ def add_parser(sub) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from . import Engine, EngineConfig, llama_library
+    return 0 if check_model(args.model, args.backend, not args.no_reference, args.tolerance) else 1
+
+
+def check_model(source: str, backend: str = "auto", reference: bool = True,
+                tolerance: float = REFERENCE_TOLERANCE, say: Callable[[str], None] = say) -> bool:
+    """Load `source`, print what `python -m engine check` prints through `say`; True when every
+    figure is within tolerance (the app's self-test runs it too, without the reference)."""
+    from .engine import Engine
+    from .native import llama_library
+    from .types import EngineConfig
 
     say(f"CPU: {cpu_name()}; {describe(cpu_flags())}")
     library = llama_library()
@@ -44,21 +57,19 @@ def run_check(args: argparse.Namespace) -> int:
         import llama_cpp
 
         say(f"llama.cpp: {library.detail}; built with {llama_cpp.llama_print_system_info().decode().strip()}")
-    dtype = {} if args.backend == "llamacpp" else {"dtype": "float32"}
-    engine = Engine.load(args.model, EngineConfig(backend=args.backend, max_context=1024, **dtype))
+    dtype = {} if backend == "llamacpp" else {"dtype": "float32"}
+    engine = Engine.load(source, EngineConfig(backend=backend, max_context=1024, **dtype))
     try:
         say(f"model: {engine.model.name} on {engine.backend} ({engine.backend_reason})")
         check = engine.kernel_check
         if check is not None:
             say(f"kernel path: {check.describe()}")
-            if check.note:
-                say(check.note)
         tokens = refcheck.prompt_tokens(engine.tokenizer)
-        reference = None
-        if not args.no_reference and importlib.util.find_spec("torch"):
+        logits = None
+        if reference and importlib.util.find_spec("torch"):
             weights, config = refcheck.reference_source(engine.model)
-            reference = refcheck.reference_logits(weights, config, tokens)
-        rows = engine._call(lambda w: refcheck.compare(w.backend, tokens, reference))
+            logits = refcheck.reference_logits(weights, config, tokens)
+        rows = engine._call(lambda w: refcheck.compare(w.backend, tokens, logits))
     finally:
         engine.close()
     say(f"largest |logit difference|, {len(tokens)}-token prompt:")
@@ -66,17 +77,13 @@ def run_check(args: argparse.Namespace) -> int:
     for row in rows:
         say(f"  {row.label:<22}{_figure(row.vs_one_call):>14}{_figure(row.vs_reference):>24}")
     between, against = refcheck.worst(rows, "vs_one_call"), refcheck.worst(rows, "vs_reference")
-    bad = between > BETWEEN_TOLERANCE or against > args.tolerance or (check is not None and not check.ok)
+    bad = between > BETWEEN_TOLERANCE or against > tolerance or (check is not None and not check.ok)
     say(f"{'FAILED' if bad else 'OK'}: ways of prefilling within {between:.3g} of each other (tolerance "
-        f"{BETWEEN_TOLERANCE:g})" + ("" if reference is None else
-                                     f", within {against:.3g} of the reference (tolerance {args.tolerance:g})"))
-    return 1 if bad else 0
+        f"{BETWEEN_TOLERANCE:g})" + ("" if logits is None else
+                                     f", within {against:.3g} of the reference (tolerance {tolerance:g})"))
+    return not bad
 
 
 def _figure(value: Optional[float]) -> str:
     return "—" if value is None else f"{value:.3g}"
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
 

@@ -92,7 +92,7 @@ class KernelCheck:
     def describe(self) -> str:
         return (f"{self.path.name} (n_ubatch {self.n_ubatch}; {self.path.why}); probe: one call vs "
                 f"one-token pieces differ by {self.probe_diff:.3g} (tolerance {self.tolerance:g}), "
-                f"{self.probe_seconds * 1000:.0f} ms")
+                f"{self.probe_seconds * 1000:.0f} ms" + (f"; {self.note}" if self.note else ""))
 
 
 def build_features(system_info: str) -> frozenset[str]:
