@@ -169,8 +169,10 @@ class ConfabApp(QObject):
         name = engine.model.name
         precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
+        kernel = getattr(engine, "kernel_check", None)  # llama.cpp's load-time check; None elsewhere
         self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.max_context,
-                              precision, reason, getattr(engine, "backend_reason", ""))
+                              precision, reason, getattr(engine, "backend_reason", ""),
+                              kernel.note if kernel is not None else "")
         self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)

@@ -19,6 +19,7 @@ from .backends.torch_threads import prepare_environment as _prepare_environment
 
 _prepare_environment()  # before anything below can import torch
 
+from .check_cli import check_model
 from .constraint import Constraint
 from .engine import Engine
 from .errors import ContextOverflowError, EngineError
@@ -69,6 +70,7 @@ __all__ = [
     "Session",
     "Stream",
     "TokenLogprob",
+    "check_model",
     "curated_models",
     "estimate_memory",
     "llama_library",

@@ -1,5 +1,6 @@
 """Command line: `python -m engine chat` (interactive, streaming), `bench`, `serve` (the
-OpenAI-compatible HTTP server) and `pull REPO[:FILE]` (download from Hugging Face)."""
+OpenAI-compatible HTTP server), `pull REPO[:FILE]` (download from Hugging Face) and `check [MODEL]`
+(are this CPU's kernels computing the model's logits right?)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     pull.add_argument("spec", metavar="REPO[:FILE]", help="e.g. Qwen/Qwen2.5-0.5B-Instruct or ORG/NAME-GGUF:FILE.gguf")
     pull.add_argument("--max-context", type=int, default=4096, help="context the memory estimate assumes")
 
+    from .check_cli import add_parser as add_check_parser
+
+    add_check_parser(sub)
+
     args = parser.parse_args(argv)
+    if args.command == "check":
+        from .check_cli import run_check
+
+        return run_check(args)
     if args.command == "serve":
         from .server.cli import run_serve
 

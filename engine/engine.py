@@ -113,6 +113,12 @@ class Engine:
         return self._worker.backend_reason
 
     @property
+    def kernel_check(self):
+        """llama.cpp: the kernel path the model runs on and what the load-time probe found (an
+        `engine.kernel_check.KernelCheck`; its `note` is "" unless the check failed); else None."""
+        return getattr(self._worker.backend, "kernel_check", None)
+
+    @property
     def device(self) -> str:
         return self._worker.backend.device
 
@@ -293,7 +299,8 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
             warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
         codec = TextCodec(model.tokenizer_folder)
         worker = Worker(backend, codec, model, config)
-        worker.backend_reason = reason
+        check = getattr(backend, "kernel_check", None)  # llama.cpp's load-time kernel check
+        worker.backend_reason = reason + (f"; {check.note}" if check is not None and check.note else "")
     except BaseException:
         backend.close()  # this thread's library state goes now, not in the thread's exit
         raise

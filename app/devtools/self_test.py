@@ -1,6 +1,8 @@
 """`python -m app --self-test`: the real window on a real model, end to end, in a temporary folder.
 
-Checks that llama.cpp's library loads (required in a frozen build), then writes a one-line PDF
+Checks that llama.cpp's library loads (required in a frozen build), then that the model's logits
+agree however its prompt is prefilled (`engine.check_model`, as `python -m engine check` without
+the float32 reference, whose torch forward is slow on a big model), then writes a one-line PDF
 and reads its text back as an attached file is read: PDFium is a native library that pypdfium2 loads
 by path, which a packaged build must have collected. Then it starts the app (offscreen when there is
 no display), sends a message in two conversations at once, waits for both replies, closes the app,
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine import EngineConfig, SamplingParams, llama_library
+from engine import EngineConfig, SamplingParams, check_model, llama_library
 
 QUESTIONS = ("Name three colours.", "What is the capital of France?")
 PARAMS = SamplingParams(temperature=0, max_tokens=40)
@@ -42,6 +44,7 @@ def run_self_test(source: str, config: EngineConfig) -> int:
     started = time.perf_counter()
     try:
         check_llama_library(frozen=bool(getattr(sys, "frozen", False)))
+        check_kernels(source, config)
         check_pdf(home)
         first_run(qapp, home, source, config)
         second_run(qapp, home, source, config)
@@ -64,6 +67,19 @@ def check_llama_library(frozen: bool) -> None:
         raise SelfTestFailed(f"llama.cpp does not load in this build ({found.detail})")
     else:
         say(f"llama.cpp is not installed here ({found.detail}); GGUF models run on torch")
+
+
+def check_kernels(source: str, config: EngineConfig) -> None:
+    """The model's logits agree however its prompt is prefilled (a wrong CPU kernel shows here); a
+    failed load-time check that fell back to plain kernels is said, and passes if those agree."""
+    try:
+        ok = check_model(source, config.backend, reference=False, say=lambda line: say(f"check: {line}"))
+    except Exception as e:  # the model does not load: the window's own load step says why
+        say(f"check: could not run ({type(e).__name__}: {e})")
+        return
+    if not ok:
+        raise SelfTestFailed("this CPU's kernels give different logits for the same prompt (see check: above)")
+    say("kernel check passed")
 
 
 def check_pdf(folder: Path) -> None:

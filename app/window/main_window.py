@@ -225,7 +225,8 @@ class MainWindow(QMainWindow):
             self.progress.hide()
 
     def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0,
-                  precision: str = "", precision_reason: str = "", backend_reason: str = "") -> None:
+                  precision: str = "", precision_reason: str = "", backend_reason: str = "",
+                  kernel_warning: str = "") -> None:
         """Show the loaded model (its name; then the backend it runs on, the device, the precision
         its weights compute in, and why) and, from then on, its capacity and how much of its
         context (`max_context` tokens) the conversation shown fills."""
@@ -233,7 +234,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(name, short_model(name))
         self.model_label.setToolTip(f"Model: {name}" + (f"\nContext: {max_context:,} tokens" if max_context else ""))
-        self.backend_label.setText(backend_text(backend, device, precision), backend_compact(backend, device))
+        # a failed kernel check (llama.cpp fell back to plain kernels) is said in the bar itself, in both
+        # forms; the whole reason is in the tooltip's "Why", which backend_reason carries
+        warning = " · kernel check failed" if kernel_warning else ""
+        self.backend_label.setText(backend_text(backend, device, precision) + warning,
+                                   backend_compact(backend, device) + warning)
         self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason))
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."
         self._demo = "smollm2-135m" in name.lower()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ import numpy as np
 
 import llama_cpp as lc
 
-from .. import capacity
+from .. import capacity, kernel_check
+from ..cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError, StateFileError
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
@@ -130,11 +132,20 @@ class LlamaCppBackend:
         self._swa = 0
         self._seqs: dict[int, Seq] = {}
         self._free: list[int] = []
+        self._path: Optional[Path] = None
+        self.kernel_path: Optional[kernel_check.KernelPath] = None  # kernel_check.py's policy, set by load
+        self.kernel_check: Optional[kernel_check.KernelCheck] = None  # what the probe found (warm_up)
+        self.n_ubatch = 0
 
     # -- load --------------------------------------------------------------------------------------
-    def load(self, path: Path, config: dict) -> None:
+    def load(self, path: Path, config: dict, plain_why: str = "") -> None:
+        """Load with kernel_check's path for this build and CPU; `plain_why`: the plain path, for that reason."""
+        self._path = Path(path)
+        self.kernel_path = kernel_check.plain(plain_why) if plain_why else kernel_check.choose_path(
+            lc.llama_print_system_info().decode(errors="replace"), cpu_flags(), os.environ)
         params = lc.llama_model_default_params()
         params.n_gpu_layers = -1 if self.offload else 0
+        params.use_extra_bufts = self.kernel_path.extra_bufts
         model = lc.llama_model_load_from_file(str(path).encode(), params)
         if not model:
             raise ModelLoadError(f"llama.cpp could not load {Path(path).name} (see its message above)")
@@ -149,7 +160,7 @@ class LlamaCppBackend:
         cp.n_ctx = pool_tokens
         self._batch_size = self.config.prefill_chunk + n_seq
         cp.n_batch = self._batch_size
-        cp.n_ubatch = min(self._batch_size, 512)
+        cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
         cp.n_seq_max = n_seq
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
@@ -168,6 +179,12 @@ class LlamaCppBackend:
         self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
         self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
         self._free = list(range(n_seq))
+
+    def warm_up(self, max_context: int, max_batch: int, report) -> None:
+        """The kernel check at load (kernel_check.check_at_load); its forwards page the weights in."""
+        path = self._path
+        self.kernel_check = kernel_check.check_at_load(
+            self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report)
 
     def _desc(self) -> str:
         buf = ctypes.create_string_buffer(256)

@@ -21,6 +21,7 @@ def test_self_test_passes_on_the_bundled_model(bundled_folder):
     assert "at most 2 streamed at the same time" in out
     assert out.count("after restart:") == 2 and "self-test passed" in out
     assert "read back the text of a PDF it wrote" in out
+    assert "check: kernel path: " in out and "kernel check passed" in out
 
 
 def test_self_test_fails_with_the_reason(tmp_path):
@@ -65,3 +66,28 @@ def test_the_pdf_step_fails_with_the_reason_when_pdfium_is_missing(tmp_path, mon
     monkeypatch.setitem(sys.modules, "pypdfium2", None)  # import pypdfium2 → ImportError
     with pytest.raises(SelfTestFailed, match="PDF files cannot be read: ModuleNotFoundError"):
         check_pdf(tmp_path)
+
+
+def test_the_kernel_step_runs_the_check_and_prints_it(tiny_models, tmp_path, capsys, monkeypatch):
+    from app.devtools.self_test import check_kernels
+    from engine import EngineConfig
+    from engine.models.sources import bundled_gguf
+    from tests.engine.gguf_from_hf import write_gguf_from_folder
+
+    pytest.importorskip("llama_cpp")
+    monkeypatch.setenv("CONFAB_THREADS", "1")
+    monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
+    gguf = write_gguf_from_folder(tiny_models["llama"], tmp_path / "tiny.gguf", bundled_gguf("smollm2-135m-instruct"))
+    check_kernels(str(gguf), EngineConfig())
+    out = capsys.readouterr().out
+    assert "self-test: check: CPU: " in out and "self-test: check: kernel path: " in out
+    assert "self-test: check:   pieces of 32" in out and "self-test: kernel check passed" in out
+
+
+def test_kernels_that_disagree_fail_the_self_test(monkeypatch):
+    from app.devtools import self_test
+    from engine import EngineConfig
+
+    monkeypatch.setattr(self_test, "check_model", lambda *a, **k: False)
+    with pytest.raises(self_test.SelfTestFailed, match="kernels give different logits for the same prompt"):
+        self_test.check_kernels("bundled:smollm2-135m-instruct", EngineConfig())

@@ -134,6 +134,18 @@ def test_the_status_bar_parts_are_apart_and_name_the_backend(qtbot, window):
     assert "Why:" not in window.backend_label.toolTip()  # an engine without a reason: none shown
 
 
+def test_a_failed_kernel_check_is_said_in_the_status_bar(window):
+    """llama.cpp's load-time check disagreed and the model runs on plain kernels: the bar says so."""
+    note = ("kernel check failed (one call and one-token pieces differed by 11.40 on the amx path "
+            "(tolerance 2)): running on plain kernels")
+    window.set_model("SmolLM2-135M-Instruct", "llamacpp", "cpu", precision="Q4_1",
+                     backend_reason=f"llama.cpp: a GGUF file runs as stored; {note}", kernel_warning=note)
+    assert window.backend_label.text() == "llama.cpp on CPU · Q4_1 · kernel check failed"
+    assert f"Why: llama.cpp: a GGUF file runs as stored; {note}" in window.backend_label.toolTip()
+    window.set_model("SmolLM2-135M-Instruct", "llamacpp", "cpu", precision="Q4_1")
+    assert window.backend_label.text() == "llama.cpp on CPU · Q4_1"
+
+
 def test_a_narrow_window_elides_each_part_and_keeps_its_whole_text(qtbot, window):
     window.set_model("SmolLM2-135M-Instruct", "torch", "cpu", precision="float32 · 4-bit weights")
     window.stats_label.setText("41.0 tok/s · TTFT 85 ms")
