@@ -17,7 +17,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..truncation import truncation_fields
-from . import anthropic_stream, fitting, generation, structured
+from . import anthropic_stream, fitting, generation, route_common, structured
 from .anthropic_errors import AnthropicErrors
 from .anthropic_schemas import CountTokensRequest, MessagesRequest, translate
 from .host import EngineHost
@@ -28,13 +28,11 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 def register(app: FastAPI, host: EngineHost) -> None:
     """Add the Messages routes and the middleware that gives their errors Anthropic's shape."""
-    from .app import _session_id, _unless_gone  # the chat routes' own session-id rules and hang-up watch
-
     app.add_middleware(AnthropicErrors)
 
     @app.post("/v1/messages")
     async def messages(body: MessagesRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
-        session_id = _session_id(None, x_session_id)
+        session_id = route_common.session_id(None, x_session_id)
         owner = request.state.owner
         asked = translate(body)
         chat = asked.chat
@@ -65,7 +63,7 @@ def register(app: FastAPI, host: EngineHost) -> None:
         if body.stream:
             return StreamingResponse(anthropic_stream.events(reply, shape, msg_id, model, prompt_len, field),
                                      media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
-        result = await _unless_gone(collect(reply, shape), request, reply)
+        result = await route_common.unless_gone(collect(reply, shape), request, reply)
         if result is None:  # the client hung up: nobody reads this, but the session is free again
             return JSONResponse({}, status_code=499)
         return JSONResponse({**anthropic_stream.whole(result, reply, msg_id, model), **field}, headers=headers)

@@ -9,7 +9,6 @@ worker thread (`anyio.to_thread`), and tokens arrive through `Reply`'s pump thre
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -20,16 +19,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..truncation import truncation_fields
-from . import anthropic_api, errors, fitting, generation, guard, openai_responses, structured
+from . import anthropic_api, errors, fitting, generation, guard, openai_responses, route_common, structured
 from .errors import APIError
 from .host import EngineHost
 from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .logprob_json import Tokens
-from .pool import POOLED_PREFIX
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
 
-MAX_SESSION_ID = 200  # as the body's session_id field
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -103,14 +100,14 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         await to_thread.run_sync(pool.delete, session_id, request.state.owner)
         return {"id": session_id, "object": "session", "deleted": True}
 
-    openai_responses.install(app, host, _unless_gone)
+    openai_responses.install(app, host, route_common.unless_gone)
 
     for path, what in errors.UNSUPPORTED.items():
         app.add_api_route(path, errors.unsupported(what), methods=["GET", "POST"])
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
-        session_id = _session_id(body.session_id, x_session_id)
+        session_id = route_common.session_id(body.session_id, x_session_id)
         owner = request.state.owner
         pool = host.check_model(body.model)
         messages = body.engine_messages()
@@ -131,7 +128,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     @app.post("/v1/completions")
     async def completions(body: CompletionRequest, request: Request,
                           x_session_id: Optional[str] = Header(default=None)):
-        session_id = _session_id(body.session_id, x_session_id)
+        session_id = route_common.session_id(body.session_id, x_session_id)
         owner = request.state.owner
         pool = host.check_model(body.model)
 
@@ -166,44 +163,12 @@ async def _respond(kind: str, pool, body, begin, request: Request, logprobs: boo
     if body.stream:
         return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
                                  headers={**SSE_HEADERS, **headers})
-    result = await _unless_gone(collect(reply, shape), request, reply)
+    result = await route_common.unless_gone(collect(reply, shape), request, reply)
     if result is None:  # the client hung up: nobody reads this, but the session is free again
         return JSONResponse({}, status_code=499)
     return JSONResponse(shape.whole(result), headers=headers)
 
 
-async def _unless_gone(work, request: Request, reply):
-    """Run `work` unless the client disconnects first; then cancel it (and the reply) and return None.
-
-    A streamed reply learns of a hang-up when a write fails; a non-streamed one writes nothing until
-    the end, so it listens for the disconnect message instead."""
-    task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
-            return task.result()
-        task.cancel()
-        reply.close()
-        return None
-    finally:
-        for pending in (task, gone):
-            if not pending.done():
-                pending.cancel()
 
 
-async def _disconnected(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
 
-
-def _session_id(in_body: Optional[str], in_header: Optional[str]) -> Optional[str]:
-    if in_body and in_header and in_body != in_header:
-        raise errors.bad_request("session_id in the body and the X-Session-Id header differ")
-    name = in_body or in_header or None
-    if name is not None and len(name) > MAX_SESSION_ID:
-        raise errors.bad_request(f"X-Session-Id is longer than {MAX_SESSION_ID} characters")
-    if name is not None and name.startswith(POOLED_PREFIX):
-        raise errors.bad_request(f"session ids starting with {POOLED_PREFIX!r} name the server's pooled "
-                                 "sessions; choose another id")
-    return name
