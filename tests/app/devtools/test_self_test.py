@@ -65,3 +65,13 @@ def test_the_pdf_step_fails_with_the_reason_when_pdfium_is_missing(tmp_path, mon
     monkeypatch.setitem(sys.modules, "pypdfium2", None)  # import pypdfium2 → ImportError
     with pytest.raises(SelfTestFailed, match="PDF files cannot be read: ModuleNotFoundError"):
         check_pdf(tmp_path)
+
+
+def test_a_frozen_build_must_run_the_bundled_model_on_llama_cpp():
+    from app.devtools.self_test import SelfTestFailed, check_backend
+
+    with pytest.raises(SelfTestFailed, match="runs on torch, not llama.cpp"):
+        check_backend("bundled:smollm2-135m-instruct", "torch", frozen=True)
+    check_backend("bundled:smollm2-135m-instruct", "llamacpp", frozen=True)
+    check_backend("bundled:smollm2-135m-instruct", "torch", frozen=False)  # a source install without llama.cpp
+    check_backend("/models/some-folder", "torch", frozen=True)  # --model: whatever it names
