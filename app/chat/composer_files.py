@@ -41,7 +41,7 @@ class ComposerFiles(QObject):
                                           "(or drop or paste them here)")
         self.button.clicked.connect(self.pick)
         composer.files_given.connect(self.tray.add_paths)
-        composer.has_files = lambda: bool(self.tray.attachments())
+        composer.has_files = lambda: bool(self.tray.drafts)  # Enter with a file alone: sent, or told why not
 
     def room(self) -> Optional[int]:
         """Tokens attached files may take: the context left after the conversation, the draft and

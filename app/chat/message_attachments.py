@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QLabel, Q
                                QVBoxLayout, QWidget)
 
 from app.chat.attachment_chip import file_size, icon_for, short_name
-from app.chat.context_meter import estimate_tokens
+from app.chat.attachment_count import stored_count
 from app.store import Attachment
 
 
@@ -41,7 +41,7 @@ class MessageFiles(QWidget):
         for a in attachments:
             part = " (first part)" if a.truncated else ""
             chip = QToolButton(text=f"{icon_for(a.media_type)} {short_name(a.name)}{part} · "
-                                    f"~{estimate_tokens(a.text):,} tokens",
+                                    f"{stored_count(a).text} tokens",
                                accessibleName=f"Open attached file {a.name}", objectName="attachmentChip",
                                toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
             chip.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -70,7 +70,7 @@ class AttachmentViewer(QDialog):
         note = (" Only its first part was attached (the whole file did not fit in the model's context)."
                 if attachment.truncated else "")
         about = QLabel(f"<b>{attachment.name}</b> — {attachment.media_type}, {file_size(attachment.size)}, "
-                       f"about {estimate_tokens(attachment.text):,} tokens.{note}", wordWrap=True)
+                       f"{_tokens(attachment)}.{note}", wordWrap=True)
         self.text = QPlainTextEdit(attachment.text, readOnly=True, accessibleName="File text")
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -80,3 +80,9 @@ class AttachmentViewer(QDialog):
         box.addWidget(self.text, stretch=1)
         box.addWidget(buttons)
         self.resize(720, 560)
+
+
+def _tokens(attachment: Attachment) -> str:
+    """"1,204 tokens" (the model's count when it was sent) or "about 1,204 tokens"."""
+    counted = stored_count(attachment)
+    return f"{'' if counted.exact else 'about '}{counted.tokens:,} tokens"

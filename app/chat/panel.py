@@ -207,9 +207,13 @@ class ChatPanel(QWidget):
             self._give_back(text)
             self.notice.emit("Still reading a file: wait for it, or remove it with its ×")
             return
+        if (why := self.files.tray.needs_word()) is not None:
+            self._give_back(text)
+            self.notice.emit(why)
+            return
         files = self.files.tray.take()
         self._sent_base = self.context_meter.used
-        sent = estimate_tokens(text) + sum(estimate_tokens(a.text) for a in files)
+        sent = estimate_tokens(text) + sum(a.tokens if a.tokens is not None else estimate_tokens(a.text) for a in files)
         self.context_meter.set_used(self.context_meter.used + sent + 4)  # until its reply counts
         named = text or (files[0].name if files else "")
         if self.current_id is None:
