@@ -19,6 +19,7 @@ from app.chat.panel import ChatPanel
 from app.window.conversation_files import ConversationFiles
 from app.window.conversation_list import ConversationList
 from app.chat.file_drop import FileDrop
+from app.error_words import in_words
 from app.window.status_parts import PartLabel, StatusPart, backend_text, backend_tip
 from app.store import Conversation
 from app.window.deletes import DeleteUndo
@@ -237,9 +238,9 @@ class MainWindow(QMainWindow):
         self.notices.show(message)
 
     def show_error(self, error: BaseException | str) -> None:
-        """The standard place for a failure nobody else handled: a status notice, elided to fit with
-        the whole message in its tooltip, for `ERROR_MS`."""
-        self.notices.show(f"Error: {error}", ERROR_MS)
+        """The standard place for a failure nobody else handled: a status notice in words (what
+        happened, what to do), elided to fit with the whole sentence in its tooltip, for `ERROR_MS`."""
+        self.notices.show(in_words(error).sentence, ERROR_MS)
 
     def show_load_error(self, title: str, message: str) -> None:
         """A model that did not load: a dialog with the whole message (it may be long: a path, the
@@ -249,7 +250,10 @@ class MainWindow(QMainWindow):
             self.error_dialog.close()
         box = QMessageBox(QMessageBox.Icon.Warning, "Could not load the model", title,
                           QMessageBox.StandardButton.Ok, self)
-        box.setInformativeText(message)
+        words = in_words(message)
+        box.setInformativeText(words.sentence)
+        if words.details or words.sentence.rstrip(".") != message.rstrip("."):
+            box.setDetailedText(words.details or message)  # "Show Details…": the engine's own words
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setAccessibleName("Model load error")
         box.finished.connect(lambda _result: setattr(self, "error_dialog", None))
