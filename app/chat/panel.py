@@ -136,6 +136,7 @@ class ChatPanel(QWidget):
         box.addLayout(header)
         box.addWidget(self.chat_view, stretch=1)
         box.addWidget(self.files.tray)
+        box.addWidget(self.files.why)
         box.addLayout(compose_row)
 
     # -- state -------------------------------------------------------------------------------------
@@ -209,6 +210,7 @@ class ChatPanel(QWidget):
             return
         if (why := self.files.tray.needs_word()) is not None:
             self._give_back(text)
+            self.files.refuse(why)  # under the chips, where the user looks
             self.notice.emit(why)
             return
         files = self.files.tray.take()

@@ -214,7 +214,7 @@ class QuickChat(QWidget):
             self.status_label.setText("Still reading a file: wait for it, or remove it.")
             return
         if (why := self.files.needs_word()) is not None:  # never dropped without a word
-            self.status_label.setText(why[0].upper() + why[1:] + ".")
+            self.status_label.setText(why + ".")
             return
         files = self.files.take()
         self._asking, self._stop_early = True, False

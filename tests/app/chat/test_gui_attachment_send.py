@@ -60,8 +60,11 @@ def test_a_file_that_does_not_fit_stays_and_the_message_waits_with_the_reason(qt
     assert len(window.chat.files.tray.drafts) == 2, "the file that fits stays too"
     notice = window.notices.text
     assert "report.txt" in notice and "does not fit" in notice and "Attach the first part" in notice
+    why = window.chat.files.why  # said under the chips too, where the user looks
+    assert not why.isHidden() and "report.txt does not fit" in why.text()
     big_chip.fit_button.click()  # the user's word: its first part
     qtbot.waitUntil(lambda: big_chip.state == "ready", timeout=10_000)
+    assert why.isHidden()
     window.composer.submit()
     _wait_reply(qtbot, window)
     user = window.chat_view.message_views()[0]
