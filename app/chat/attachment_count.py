@@ -51,6 +51,14 @@ class TokenCount:
         return f"{'' if self.exact else '~'}{self.tokens:,}"
 
 
+def stored_count(attachment: Attachment) -> TokenCount:
+    """The count a sent file's chip shows: the one its composer chip showed, kept with it when it
+    was sent; the estimate for a file sent before counts were kept."""
+    if attachment.tokens is not None:
+        return TokenCount(attachment.tokens, attachment.tokens_exact)
+    return TokenCount(estimate_tokens(attachment.text), False)
+
+
 def estimated(chars: int) -> TokenCount:
     return TokenCount(int(chars / CHARS_PER_TOKEN + 0.999) if chars else 0, False)
 

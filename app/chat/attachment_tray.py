@@ -5,7 +5,8 @@
     tray.context = lambda: model_context_tokens     # None: unknown
     tray.count_tokens = engine.count_tokens         # None (a remote engine): estimates, shown "~"
     tray.add_paths([Path("notes.md")])              # read in the background, with progress
-    attachments = tray.take()                       # on send: the ready files, and the row empties
+    if (why := tray.needs_word()) is None:          # a file too big, or unreadable, is never
+        attachments = tray.take()                   # dropped unsaid: the message waits, it says why
 
 Files are read on the tray's own two reading threads (`attachment_reader.read_file`), never on the
 GUI thread, so a 200 MB file leaves the window answering, and fifty files dropped at once do not
@@ -18,6 +19,7 @@ for the part that fits; a model that cannot count (remote) gets the estimate.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -121,13 +123,14 @@ class AttachmentTray(QScrollArea):
     def restore(self, attachments: tuple[Attachment, ...]) -> None:
         """Put back files that were taken for a message that was not sent."""
         for a in attachments:
+            counted = TokenCount(a.tokens, a.tokens_exact) if a.tokens is not None else estimated(len(a.text))
             draft = _Draft(Path(a.name), AttachmentChip(a.name), count=self.count_tokens, attachment=a,
-                           counted=estimated(len(a.text)))
+                           counted=counted)
             draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
             draft.chip.show_ready(a.media_type, draft.counted, a.size, a.truncated)
             self.drafts.append(draft)
             self._box.addWidget(draft.chip)
-            if draft.count is not None:  # the estimate until the model has counted it again
+            if draft.count is not None and not counted.exact:  # the estimate until the model counts it
                 self._readers.submit(self._recount, draft, a)
         self._update()
 
@@ -238,8 +241,10 @@ class AttachmentTray(QScrollArea):
 
     # -- taking ------------------------------------------------------------------------------------
     def attachments(self) -> tuple[Attachment, ...]:
-        """The files ready to send, in the order they were added."""
-        return tuple(d.attachment for d in self.drafts if d.attachment is not None)
+        """The files ready to send, in the order they were added, each with the token count its chip
+        shows (stored with the message, so the sent message shows the same number)."""
+        return tuple(dataclasses.replace(d.attachment, tokens=d.counted.tokens, tokens_exact=d.counted.exact)
+                     for d in self.drafts if d.attachment is not None)
 
     def tokens(self) -> int:
         """Tokens of the files ready to send (the model's count, or estimated; see `exact`)."""
@@ -253,8 +258,21 @@ class AttachmentTray(QScrollArea):
         """A file is still being read."""
         return any(d.chip.state == "reading" for d in self.drafts)
 
+    def needs_word(self) -> Optional[str]:
+        """Why the message must wait for the user (None when it may go): a file that does not fit
+        or could not be read is never dropped without a word; the user attaches its first part,
+        or removes it."""
+        for d in self.drafts:
+            if d.chip.state == "too_big":
+                return (f"{d.path.name} does not fit in the model's context: press “Attach the first part” "
+                        "on it, or remove it (×), then send again")
+            if d.chip.state == "refused":
+                return f"{d.path.name} could not be read: remove it (×) to send without it"
+        return None
+
     def take(self) -> tuple[Attachment, ...]:
-        """The files ready to send; every chip but those still reading goes."""
+        """The files ready to send; every chip but those still reading goes (ask `needs_word` first:
+        a file too big or unreadable goes with them, unsent)."""
         ready = self.attachments()
         for draft in [d for d in self.drafts if d.chip.state != "reading"]:
             self.remove(draft)

@@ -3,7 +3,10 @@ composer, files pasted or dropped on it, and their tokens in the context meter.
 
     files = ComposerFiles(composer, meter, parent=panel)
     layout.addWidget(files.tray); buttons.addWidget(files.button)
-    attachments = files.tray.take()            # when the message is sent
+    if (why := files.tray.needs_word()) is not None:
+        files.refuse(why)                      # said under the chips, until the files change
+    else:
+        attachments = files.tray.take()        # when the message is sent
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QPushButton, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 
 from app.resources import ui_icon
+from app.chat.attachment_chip import WARN_COLOR
 from app.chat.attachment_tray import AttachmentTray
 from app.chat.composer import Composer
 from app.chat.context_meter import ContextMeter
@@ -37,12 +41,22 @@ class ComposerFiles(QObject):
         self.tray.room = self.room
         self.tray.context = lambda: self.meter.limit or None
         self.tray.changed.connect(lambda: self.meter.set_files(self.tray.tokens(), self.tray.exact()))
+        self.why = QLabel(wordWrap=True, accessibleName="Why the message was not sent")
+        """Under the chips: why a message waits for the user (a file too big or unreadable)."""
+        self.why.setStyleSheet(f"color: {WARN_COLOR};")
+        self.why.hide()
+        self.tray.changed.connect(self.why.hide)  # the user acted on the files: the reason is old
         self.button = QPushButton(ui_icon("paperclip"), "Attach…", accessibleName="Attach files",
                                   toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
                                           "(or drop or paste them here)")
         self.button.clicked.connect(self.pick)
         composer.files_given.connect(self.tray.add_paths)
-        composer.has_files = lambda: bool(self.tray.attachments())
+        composer.has_files = lambda: bool(self.tray.drafts)  # Enter with a file alone: sent, or told why not
+
+    def refuse(self, reason: str) -> None:
+        """Say under the chips why the message was not sent (until the files change)."""
+        self.why.setText(reason + ".")  # starts with a file name: left as it is
+        self.why.show()
 
     def room(self) -> Optional[int]:
         """Tokens attached files may take: the context left after the conversation, the draft and

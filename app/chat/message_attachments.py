@@ -11,9 +11,9 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit
                                QVBoxLayout, QWidget)
 
 from app.chat.attachment_chip import file_size, icon_for, short_name
-from app.chat.context_meter import estimate_tokens
 from app.fitting import FlowLayout
 from app.resources import ui_icon
+from app.chat.attachment_count import stored_count
 from app.store import Attachment
 
 
@@ -78,7 +78,7 @@ class MessageFiles(QWidget):
         self.chips = []
         for a in attachments:
             part = " (first part)" if a.truncated else ""
-            chip = ChipButton(f"{short_name(a.name)}{part} · ~{estimate_tokens(a.text):,} tokens",
+            chip = ChipButton(f"{short_name(a.name)}{part} · {stored_count(a).text} tokens",
                               icon_for(a.media_type), accessibleName=f"Open attached file {a.name}",
                               objectName="attachmentChip",
                               toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
@@ -108,7 +108,7 @@ class AttachmentViewer(QDialog):
         note = (" Only its first part was attached (the whole file did not fit in the model's context)."
                 if attachment.truncated else "")
         about = QLabel(f"<b>{attachment.name}</b> — {attachment.media_type}, {file_size(attachment.size)}, "
-                       f"about {estimate_tokens(attachment.text):,} tokens.{note}", wordWrap=True)
+                       f"{_tokens(attachment)}.{note}", wordWrap=True)
         self.text = QPlainTextEdit(attachment.text, readOnly=True, accessibleName="File text")
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -118,3 +118,9 @@ class AttachmentViewer(QDialog):
         box.addWidget(self.text, stretch=1)
         box.addWidget(buttons)
         self.resize(720, 560)
+
+
+def _tokens(attachment: Attachment) -> str:
+    """"1,204 tokens" (the model's count when it was sent) or "about 1,204 tokens"."""
+    counted = stored_count(attachment)
+    return f"{'' if counted.exact else 'about '}{counted.tokens:,} tokens"

@@ -25,6 +25,7 @@ from app.store import Message
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
 from app.fitting import ElidedLabel, FlowLayout, WrapLabel
 from app.mcp.blocks import ToolBlocks
+from app.error_line import ErrorLine
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
@@ -87,8 +88,7 @@ def status_note(shown: Shown) -> str:
     if shown.cut_by_limit:
         limit = f"{shown.completion_tokens:,}-token" if shown.completion_tokens else "token"
         return f"Stopped at the {limit} limit"
-    note = STATUS_NOTES.get(shown.status, "")
-    return f"{note}: {shown.error}" if shown.status == "error" and shown.error else note
+    return STATUS_NOTES.get(shown.status, "")  # why it failed: the error line under the header
 
 
 class MessageView(QFrame):
@@ -124,6 +124,9 @@ class MessageView(QFrame):
         box.setSpacing(2)
         box.addLayout(self.header)
         box.addWidget(self.note_label)  # its own line: a long error wraps there, never widens the header
+        self.error_line = ErrorLine(accessible_name="Why the reply ended")
+        """Why a reply failed or was cut off, in words, with the raw error behind "Details"."""
+        box.addWidget(self.error_line)
         self.files = MessageFiles()
         box.addWidget(self.files)
         self.progress = PrefillProgress()
@@ -239,6 +242,8 @@ class MessageView(QFrame):
     def plain_text(self) -> str:
         """Role name, then the raw text, with how the reply ended in parentheses."""
         note = status_note(self.shown)
+        if self.shown.status == "error" and self.shown.error:
+            note = f"{note}: {self.shown.error}"  # the raw reason, as it was stored
         return f"{ROLE_NAMES.get(self.shown.role, self.shown.role)}\n{self.shown.content}" + (
             f" ({note[0].lower()}{note[1:]})" if note else "")
 
@@ -253,6 +258,10 @@ class MessageView(QFrame):
         self.note_label.setText(note if len(note) <= 300 else note[:299] + "…")
         self.note_label.setToolTip(note)
         self.note_label.setVisible(bool(note))
+        if shown.error and shown.status in ("error", "interrupted"):
+            self.error_line.show_error(shown.error)
+        else:
+            self.error_line.clear()
         model = shown.model if shown.role == "assistant" and shown.model else ""
         self.model_label.setText(model)
         self.model_label.setToolTip(f"Written by {model}" if model else "")

@@ -140,6 +140,7 @@ class ChatPanel(QWidget):
         box.addWidget(header_row)
         box.addWidget(self.chat_view, stretch=1)
         box.addWidget(self.files.tray)
+        box.addWidget(self.files.why)
         box.addLayout(compose_row)
 
     # -- state -------------------------------------------------------------------------------------
@@ -211,9 +212,14 @@ class ChatPanel(QWidget):
             self._give_back(text)
             self.notice.emit("Still reading a file: wait for it, or remove it with its ×")
             return
+        if (why := self.files.tray.needs_word()) is not None:
+            self._give_back(text)
+            self.files.refuse(why)  # under the chips, where the user looks
+            self.notice.emit(why)
+            return
         files = self.files.tray.take()
         self._sent_base = self.context_meter.used
-        sent = estimate_tokens(text) + sum(estimate_tokens(a.text) for a in files)
+        sent = estimate_tokens(text) + sum(a.tokens if a.tokens is not None else estimate_tokens(a.text) for a in files)
         self._set_meter(self.context_meter.used + sent + 4)  # until its reply counts
         named = text or (files[0].name if files else "")
         if self.current_id is None:

@@ -41,6 +41,9 @@ class StateCache:
         tokens = session.tokens
         if not tokens or not self.engine.can_save_state:  # a remote engine resends the history
             return None
+        if not self._conversation_exists(conversation_id):  # deleted while live: nothing to keep
+            log.debug("conversation %s was deleted; its session state is dropped", conversation_id)
+            return None
         path = self.store.states.new_path(conversation_id)
         try:
             session.save_state(path)
@@ -100,6 +103,13 @@ class StateCache:
         log.info("state of conversation %s is larger than the whole state budget (%d > %d bytes); "
                  "not saved, nothing evicted: it will re-prefill", conversation_id, nbytes, self.budget_bytes)
         return False
+
+    def _conversation_exists(self, conversation_id: int) -> bool:
+        try:
+            self.store.get_conversation(conversation_id)
+        except NotFoundError:
+            return False
+        return True
 
     def _exists(self, state_id: int) -> bool:
         try:

@@ -175,7 +175,15 @@ def start_app(qapp, home: Path, source: str, config: EngineConfig):
     if confab.window.state != "ready":  # the whole reason, not the status bar's fitted notice
         raise SelfTestFailed(failures[-1] if failures else confab.window.notices.text)
     say(f"window up in {home}, model {confab.engine.model.name} on {confab.engine.backend}/{confab.engine.device}")
+    check_backend(source, confab.engine.backend, frozen=bool(getattr(sys, "frozen", False)))
     return confab
+
+
+def check_backend(source: str, backend: str, frozen: bool) -> None:
+    """An installer ships the bundled model's GGUF to run it on llama.cpp, the fast path a source
+    install takes; a frozen build that ends up on another backend has lost it (a fifth of the speed)."""
+    if frozen and source.startswith("bundled:") and backend != "llamacpp":
+        raise SelfTestFailed(f"the bundled model runs on {backend}, not llama.cpp: the build lacks its GGUF")
 
 
 def wait_until(qapp, done: Callable[[], object], timeout_s: float, what: str) -> None:

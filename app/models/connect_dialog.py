@@ -1,9 +1,10 @@
 """Model ▸ Connect to server…: pick a model served elsewhere over the OpenAI API.
 
 Base URL, optional API key, the server's models (from /v1/models) and a Test button that says what
-it found, or exactly why it failed: connection refused, DNS, 401, timeout, not an OpenAI API. The
-test runs on a thread of its own; its answer comes back through the GUI route, so the window never
-waits on the network.
+it found, or why it failed in words (connection refused, DNS, 401, timeout, not an OpenAI API), the
+raw error behind "Details". The test runs on a thread of its own; its answer comes back through the
+GUI route, so the window never waits on the network. The dialog grows to fit the answer: the URL and
+key fields keep their size.
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit,
-                               QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLineEdit, QPushButton,
+                               QVBoxLayout, QWidget)
 
 from app.bridge import GuiRoute
-from engine import RemoteError, list_models
+from app.error_line import ErrorLine
+from engine import list_models
 
 DEFAULT_URL = "http://127.0.0.1:8317/v1"
 TEST_TIMEOUT_S = 8.0
+FIELD_WIDTH = 340
+"""Pixels the URL and key fields take at least (a URL with a port and /v1 fits)."""
 
 
 class ConnectDialog(QDialog):
@@ -34,13 +39,15 @@ class ConnectDialog(QDialog):
         self._wanted_model = model
         self.url_edit = QLineEdit(base_url or DEFAULT_URL)
         self.url_edit.setPlaceholderText("http://host:port/v1")
+        self.url_edit.setMinimumWidth(FIELD_WIDTH)
         self.key_edit = QLineEdit(api_key)
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_edit.setPlaceholderText("none")
         self.model_box = QComboBox()
         self.test_button = QPushButton("&Test")
-        self.status = QLabel("Test lists the server's models.")
-        self.status.setWordWrap(True)
+        self.status = ErrorLine(accessible_name="Test result")
+        self.status.show_text("Test lists the server's models.")
+        self.status.toggle.toggled.connect(lambda _shown: self._grow())
         form = QFormLayout()
         form.addRow("Base URL", self.url_edit)
         form.addRow("API key", self.key_edit)
@@ -68,15 +75,13 @@ class ConnectDialog(QDialog):
         self._tests += 1
         test, url, key = self._tests, self.base_url(), self.key_edit.text().strip() or None
         self.test_button.setEnabled(False)
-        self.status.setText(f"Testing {url}…")
+        self._say(f"Testing {url}…")
 
         def work() -> None:
             try:
                 models = list_models(url, key, timeout_s=self.timeout_s)
-            except RemoteError as e:
-                self._route.post(self._failed, test, str(e))
-            except Exception as e:  # anything unexpected is still shown, never swallowed
-                self._route.post(self._failed, test, f"{type(e).__name__}: {e}")
+            except Exception as e:  # RemoteError, and anything unexpected: shown, never swallowed
+                self._route.post(self._failed, test, e)
             else:
                 self._route.post(self._found, test, models)
 
@@ -91,18 +96,35 @@ class ConnectDialog(QDialog):
         if self._wanted_model in models:
             self.model_box.setCurrentText(self._wanted_model)
         if models:
-            self.status.setText(f"Found an OpenAI API with {len(models)} model(s): {', '.join(models)}")
+            self._say(f"Found an OpenAI API with {len(models)} model(s): {', '.join(models)}")
         else:
-            self.status.setText("Found an OpenAI API, but it lists no models.")
+            self._say("Found an OpenAI API, but it lists no models.")
         self.ok_button.setEnabled(bool(models))
 
-    def _failed(self, test: int, reason: str) -> None:
+    def _failed(self, test: int, error: BaseException) -> None:
         if test != self._tests:
             return
         self.test_button.setEnabled(True)
         self.model_box.clear()
-        self.status.setText(f"Failed: {reason}")
+        self.status.show_error(error)
         self.ok_button.setEnabled(False)
+        self._grow()
+
+    def _say(self, text: str) -> None:
+        self.status.show_text(text)
+        self._grow()
+
+    def _grow(self) -> None:
+        """Make the dialog tall enough for the answer once laid out (a wrapped answer needs more
+        height than the dialog had; it grows, never squeezing the fields)."""
+        QTimer.singleShot(0, self._fit_height)
+
+    def _fit_height(self) -> None:
+        layout = self.layout()
+        layout.activate()
+        needed = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        if needed > self.height():
+            self.resize(self.width(), needed)
 
     def _changed(self) -> None:
         """A changed URL or key needs a new test before connecting."""

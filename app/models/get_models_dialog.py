@@ -23,6 +23,7 @@ from engine import (DownloadProgress, HubDownload, ModelOption, SearchHit, curat
 from engine.errors import DownloadStopped
 
 from app.bridge import GuiRoute
+from app.error_words import in_words
 from app.models.picker import human_bytes, run_in_thread
 from app.settings.dialog import named
 
@@ -142,7 +143,7 @@ class GetModelsDialog(QDialog):
         self.repos.clear()
         self.files.clear()
         if isinstance(result, Exception):
-            self.status.setText(f"Search failed: {result}")
+            self._say_error(self.status, "Search failed", result)
             return
         hits: list[SearchHit] = list(result)  # type: ignore[arg-type]
         for h in hits:
@@ -152,6 +153,13 @@ class GetModelsDialog(QDialog):
             self.repos.addTopLevelItem(item)
         self.status.setText(f"{len(hits)} model{'s' if len(hits) != 1 else ''} this computer can run."
                             if hits else "Nothing found that this computer can run (GGUF or safetensors).")
+
+    @staticmethod
+    def _say_error(label, what: str, error: Exception) -> None:
+        """One plain line (app.error_words); the raw error in its tooltip."""
+        words = in_words(error)
+        label.setText(f"{what}. {words.sentence}")
+        label.setToolTip(words.details)
 
     # -- files -------------------------------------------------------------------------------------
     def _repo_selected(self, item: Optional[QTreeWidgetItem]) -> None:
@@ -169,7 +177,7 @@ class GetModelsDialog(QDialog):
         if repo != self._wanted_repo:
             return  # a stale answer for a repo no longer selected
         if isinstance(result, Exception):
-            self.status.setText(str(result))
+            self._say_error(self.status, f"Could not list {repo}", result)
             return
         options: list[ModelOption] = list(result)  # type: ignore[arg-type]
         for o in options:
@@ -262,7 +270,7 @@ class GetModelsDialog(QDialog):
         self.pause_button.setVisible(False)
         self.cancel_button.setVisible(False)
         if isinstance(result, Exception):
-            self.progress_label.setText(f"Download failed: {result}")
+            self._say_error(self.progress_label, "Download failed", result)
             return
         self.progress.setValue(1000)
         self.downloaded_source = str(result)

@@ -6,12 +6,18 @@ loaded Engine, started and stopped from Settings, its address shown in the statu
     server.apply(enabled=True, port=8317, api_key="")   # returns at once
     server.set_engine(engine)                            # a model switch reaches the server
     server.loading("bundled:…")                          # requests get 503 until set_engine
+    server.pause("http://gpu-box:8000/v1")               # a remote model is in use: paused, said so
 
 Starting and stopping uvicorn (binding, joining its thread) run on one worker thread owned by this
 object, in the order asked; results come back to the GUI thread through the route. The GUI thread
 never waits on the server or the engine, except once at quit. The server's libraries (FastAPI,
 uvicorn) are imported on that thread the first time the server starts, so an app that never turns
 it on never pays for them at startup.
+
+While the app uses a model on another server, the local API is paused (503 saying why; "API paused"
+in the status bar), not a relay to that server: programs pointed at this computer's address would
+otherwise send their prompts, under the user's key, to another machine without knowing, and the
+sessions, admission and prefix reuse it offers are the local engine's.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ class LocalServer(QObject):
         self._running: Optional["BackgroundServer"] = None  # touched only by the jobs thread
         self._wanted: Optional[tuple[int, str]] = None
         self._closed = False
+        self.paused_for = ""
+        """The server whose model the app uses while the local API is paused ("" when not paused)."""
         self.address = ""
         self.label = PartLabel()  # a status bar part (`MainWindow.add_status_part`)
         self.label.setAccessibleName("Local API server address")
@@ -72,7 +80,17 @@ class LocalServer(QObject):
 
     def set_engine(self, engine: Optional[Engine]) -> None:
         """Serve `engine` (the app's own; never a copy). The old model's server sessions are freed."""
+        self.paused_for = ""
         self._serve(engine, "no model is loaded")
+        self._show(self.address)
+
+    def pause(self, server_url: str) -> None:
+        """The app now uses the model at `server_url`: requests get 503 saying so, and the status
+        bar says the local API is paused, until a local model is served again (`set_engine`)."""
+        self.paused_for = server_url
+        self._serve(None, f"the Confab app is using a model on another server ({server_url}); this local "
+                          "API serves only a model loaded on this computer, so it is paused")
+        self._show(self.address)
 
     def loading(self, source: str) -> None:
         """A model switch began: requests get 503 until `set_engine`."""
@@ -128,10 +146,19 @@ class LocalServer(QObject):
 
     # -- back on the GUI thread --------------------------------------------------------------------
     def _show(self, address: str) -> None:
+        changed = address != self.address
         self.address = address
-        self.label.setText(f"API: {address}" if address else "")
+        if address and self.paused_for:
+            self.label.setText("API paused")
+            self.label.setToolTip(f"The local API server ({address}) is paused while Confab uses the model on "
+                                  f"{self.paused_for}: it serves only a model loaded on this computer. Load "
+                                  "one (Model ▸ Load model…) and it answers again.")
+        else:
+            self.label.setText(f"API: {address}" if address else "")
+            self.label.setToolTip("The local API server: point OpenAI-compatible tools at this address")
         self.label.setVisible(bool(address))
-        self.changed.emit(address)
+        if changed:
+            self.changed.emit(address)
 
     def _fail(self, message: str) -> None:
         self._wanted = None  # so that saving the settings again retries

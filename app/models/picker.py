@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderVi
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
+from engine.remote import parse_remote_source
+from engine.remote.errors import host_of
 
 from app.bridge import GuiRoute
 from app.file_dialogs import choose_folder, open_file
@@ -125,8 +127,15 @@ class ModelPickerDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(620, 440)
 
+        self._remote = parse_remote_source(self._current)
+        """(base URL, model) while a server's model is in use: no local model is loaded then."""
         self._add(DEFAULT_MODEL, "SmolLM2 135M Instruct (ready to use)", "Bundled")
-        if self._current != DEFAULT_MODEL:
+        if self._remote is not None:  # the server's model: listed as such, never as a local file
+            url, model = self._remote
+            self._add(self._current, f"{model or url} (connected)", f"Server at {host_of(url)}")
+            self._loaded_name = ""
+            self._current = DEFAULT_MODEL  # offered first: this dialog loads models on this computer
+        elif self._current != DEFAULT_MODEL:
             self._add(self._current, Path(self._current).name or self._current, "Current model")
         self._mark_loaded()
         self._select(self._current)
@@ -223,6 +232,12 @@ class ModelPickerDialog(QDialog):
             self.estimate.setText("")
             return
         source = item.data(0, SOURCE_ROLE)
+        if (remote := parse_remote_source(source)) is not None:  # nothing here to estimate or load
+            self.estimate.setText(f"{remote[1] or 'This model'} runs on the server at {host_of(remote[0])}; "
+                                  "nothing is loaded on this computer. Model ▸ Connect to server… changes it.")
+            self.load_button.setEnabled(False)
+            self.load_button.setToolTip("Connected now: Model ▸ Connect to server… changes the server or model")
+            return
         if source in self._estimates:  # a known failure keeps Load disabled (see _show)
             self._show(self._estimates[source])
             return
@@ -241,7 +256,7 @@ class ModelPickerDialog(QDialog):
         wanted = self.chosen_source()
         if wanted == source:
             self._show(outcome)  # type: ignore[arg-type]
-        elif wanted and wanted not in self._estimates:
+        elif wanted and wanted not in self._estimates and parse_remote_source(wanted) is None:
             self._start_estimate(wanted)  # a stale result: estimate what is selected now
 
     def _show(self, outcome: Outcome) -> None:

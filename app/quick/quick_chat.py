@@ -213,10 +213,13 @@ class QuickChat(QWidget):
     def send(self) -> None:
         """Ask what is in the question line (Enter)."""
         text = self.input.text().strip()
-        if not (text or self.files.attachments()) or not self.ready or self._asking:
+        if not (text or self.files.drafts) or not self.ready or self._asking:
             return
         if self.files.reading():
             self.status_label.setText("Still reading a file: wait for it, or remove it.")
+            return
+        if (why := self.files.needs_word()) is not None:  # never dropped without a word
+            self.status_label.setText(why + ".")
             return
         files = self.files.take()
         self._asking, self._stop_early = True, False

@@ -35,6 +35,11 @@ class Attachment:
     """The text the model is sent (from a PDF: its extracted text)."""
     truncated: bool = False
     """Only the first part of the text was attached (the whole did not fit the context)."""
+    tokens: Optional[int] = None
+    """Tokens of `text` as the composer counted them when the file was sent (None: not recorded,
+    e.g. sent by an older version; shown as the estimate then)."""
+    tokens_exact: bool = False
+    """`tokens` is the model's own count (False: an estimate, shown with "~")."""
     data: Optional[bytes] = field(default=None, repr=False, compare=False)
     """A copy of the original bytes, kept only when the user asked for it (a setting). Messages
     read from the store leave it out (see `has_data`); `Store.attachment_data` reads it."""
@@ -46,12 +51,15 @@ class Attachment:
     @classmethod
     def from_row(cls, row: dict) -> "Attachment":
         return cls(name=row["name"], media_type=row["media_type"], size=row["size"], text=row["text"],
-                   truncated=bool(row["truncated"]), has_data=bool(row["has_data"]), id=row["id"])
+                   truncated=bool(row["truncated"]), tokens=row["tokens"], tokens_exact=bool(row["tokens_exact"]),
+                   has_data=bool(row["has_data"]), id=row["id"])
 
     def as_dict(self, data: Optional[bytes] = None) -> dict[str, Any]:
         """The export form: plain JSON values; the bytes (when kept) as base64."""
         out: dict[str, Any] = {"name": self.name, "media_type": self.media_type, "size": self.size,
                                "text": self.text, "truncated": self.truncated}
+        if self.tokens is not None:
+            out.update(tokens=self.tokens, tokens_exact=self.tokens_exact)
         if data is not None:
             out["data_base64"] = base64.b64encode(data).decode("ascii")
         return out
@@ -71,11 +79,16 @@ class Attachment:
             raw = base64.b64decode(data, validate=True) if data is not None else None
         except (ValueError, TypeError):
             raise InvalidValueError("attachment data_base64 is not base64") from None
+        tokens = d.get("tokens")
+        if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+            raise InvalidValueError("attachment tokens must be a whole number")
         return cls(name=d["name"], media_type=d["media_type"], size=size, text=d["text"],
-                   truncated=bool(d.get("truncated", False)), data=raw)
+                   truncated=bool(d.get("truncated", False)), tokens=tokens,
+                   tokens_exact=bool(d.get("tokens_exact", False)) and tokens is not None, data=raw)
 
 
-_COLUMNS = "id, message_id, name, media_type, size, text, truncated, data is not null as has_data"
+_COLUMNS = ("id, message_id, name, media_type, size, text, truncated, tokens, tokens_exact, "
+            "data is not null as has_data")
 
 
 def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now: float) -> None:
@@ -88,7 +101,8 @@ def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now
             check_text(f"attachment {name}", getattr(a, name))
         rows.append({"message_id": message_id, "position": position, "name": a.name,
                      "media_type": a.media_type, "size": int(a.size), "text": a.text,
-                     "truncated": int(a.truncated), "data": a.data, "created_at": now})
+                     "truncated": int(a.truncated), "tokens": a.tokens, "tokens_exact": int(a.tokens_exact),
+                     "data": a.data, "created_at": now})
     if rows:
         db["attachments"].insert_all(rows)
 
@@ -96,8 +110,8 @@ def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now
 def copy(db: Database, from_message: int, to_message: int, now: float) -> None:
     """Give `to_message` copies of `from_message`'s attachments (an edited message's new version)."""
     db.execute("""insert into attachments (message_id, position, name, media_type, size, text, truncated,
-                                           data, created_at)
-                  select ?, position, name, media_type, size, text, truncated, data, ?
+                                           tokens, tokens_exact, data, created_at)
+                  select ?, position, name, media_type, size, text, truncated, tokens, tokens_exact, data, ?
                   from attachments where message_id = ? order by position""",
                [to_message, now, from_message])
 

@@ -154,6 +154,16 @@ def reply_notice(db: Database) -> None:
     db["messages"].add_column("notice", str, not_null_default="")
 
 
+@_migration("0008_attachment_tokens")
+def attachment_tokens(db: Database) -> None:
+    """Each attachment keeps the token count the composer showed for it when it was sent
+    (`tokens`; None for files sent before, which show the estimate) and whether that was the
+    model's own count (`tokens_exact`), so the sent message shows the same number. Self-contained:
+    it only adds columns, so it may be renumbered after other migrations."""
+    db["attachments"].add_column("tokens", int)
+    db["attachments"].add_column("tokens_exact", int, not_null_default=0)
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -21,7 +21,9 @@ from app.window.conversation_list import ConversationList
 from app.chat.file_drop import FileDrop
 from app.window.status_parts import (PartLabel, StatusPart, StatusParts, backend_compact, backend_text, backend_tip,
                                      short_address, short_model)
+from app.error_words import in_words
 from app.store import Conversation
+from app.window.deletes import DeleteUndo
 from app.window.undo_bar import UndoBar
 from app.window.status import StatusFigures, StatusNotices
 
@@ -77,7 +79,6 @@ class MainWindow(QMainWindow):
         self.state: State = "loading"
         self.hide_on_close = False
         """Closing the window hides it (the tray keeps the app running) instead of quitting."""
-        self._pending_deletes: set[int] = set()
         self.last_open_id: Optional[int] = None
         """The conversation open now, or the last one open before an empty page (restored at start)."""
         self.may_close: Callable[[], bool] = lambda: True
@@ -107,8 +108,10 @@ class MainWindow(QMainWindow):
         self.conversation_list.delete_requested.connect(self.delete_conversation)
         self.conversation_list.search_requested.connect(self.search)
         self.undo_bar = UndoBar()
-        self.undo_bar.undo.connect(self._undo_delete)
-        self.undo_bar.expired.connect(self._commit_delete)
+        self.deletes = DeleteUndo(self.undo_bar, self._commit_delete, self)
+        """Deletes the user can still take back (Edit ▸ Undo), made final at quit."""
+        self.deletes.restored.connect(self._undo_delete)
+        self.undo_action = self.deletes.action
         self.chat = ChatPanel(self.bridge)
         self.chat.conversation_created.connect(self._created)
         self.chat.replies_changed.connect(self._replies_changed)
@@ -148,6 +151,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.quit_requested.emit, QKeySequence("Ctrl+Q"))
         edit_menu = bar.addMenu("&Edit")
+        edit_menu.addAction(self.undo_action)
+        edit_menu.addSeparator()
         self._action(edit_menu, "&Find…", self.conversation_list.focus_search, QKeySequence("Ctrl+F"))
         self._action(edit_menu, "&Settings…", self.settings_requested.emit, QKeySequence("Ctrl+,"))
         chat_menu = bar.addMenu("&Conversation")
@@ -256,9 +261,9 @@ class MainWindow(QMainWindow):
         self.notices.show(message)
 
     def show_error(self, error: BaseException | str) -> None:
-        """The standard place for a failure nobody else handled: a status notice, elided to fit with
-        the whole message in its tooltip, for `ERROR_MS`."""
-        self.notices.show(f"Error: {error}", ERROR_MS)
+        """The standard place for a failure nobody else handled: a status notice in words (what
+        happened, what to do), elided to fit with the whole sentence in its tooltip, for `ERROR_MS`."""
+        self.notices.show(in_words(error).sentence, ERROR_MS)
 
     def show_load_error(self, title: str, message: str) -> None:
         """A model that did not load: a dialog with the whole message (it may be long: a path, the
@@ -268,7 +273,10 @@ class MainWindow(QMainWindow):
             self.error_dialog.close()
         box = QMessageBox(QMessageBox.Icon.Warning, "Could not load the model", title,
                           QMessageBox.StandardButton.Ok, self)
-        box.setInformativeText(message)
+        words = in_words(message)
+        box.setInformativeText(words.sentence)
+        if words.details or words.sentence.rstrip(".") != message.rstrip("."):
+            box.setDetailedText(words.details or message)  # "Show Details…": the engine's own words
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setAccessibleName("Model load error")
         box.finished.connect(lambda _result: setattr(self, "error_dialog", None))
@@ -284,7 +292,8 @@ class MainWindow(QMainWindow):
 
     def _show_conversations(self, conversations: list[Conversation], select: Optional[int],
                             passive: bool = False) -> None:
-        conversations = [c for c in conversations if c.id not in self._pending_deletes]
+        deleted = self.deletes.pending()
+        conversations = [c for c in conversations if c.id not in deleted]
         wanted = select if select is not None else self.chat.current_id
         if wanted not in {c.id for c in conversations}:
             wanted = None
@@ -331,32 +340,26 @@ class MainWindow(QMainWindow):
             lambda _: self.refresh_conversations())
 
     def delete_conversation(self, conversation_id: int) -> None:
-        """Hide it at once and offer Undo; the store deletes it when the offer expires."""
+        """Hide it at once and offer Undo (the bar, then Edit ▸ Undo for the session); the store
+        deletes it at quit."""
         self.bridge.stop(conversation_id)
-        self._pending_deletes.add(conversation_id)
         if self.last_open_id == conversation_id:
             self.last_open_id = None
         if self.chat.current_id == conversation_id:
             self.show_conversation(None)
-        title = self.conversation_list.title_of(conversation_id)
         # Feedback at once: the list knows the title, so no wait behind streaming replies' store work.
-        self.undo_bar.show_message(f"Deleted “{title or 'New conversation'}”", conversation_id)
+        self.deletes.delete(conversation_id, self.conversation_list.title_of(conversation_id))
         self.refresh_conversations()
 
     def _undo_delete(self, conversation_id: int) -> None:
-        self._pending_deletes.discard(conversation_id)
         self.refresh_conversations(select=conversation_id)
 
     def _commit_delete(self, conversation_id: int) -> None:
-        if conversation_id in self._pending_deletes:
-            self._pending_deletes.discard(conversation_id)
-            self.bridge.run(lambda store: store.delete_conversation(conversation_id))
+        self.bridge.run(lambda store: store.delete_conversation(conversation_id))
 
     def commit_pending_deletes(self) -> None:
-        """Delete what is waiting for its Undo to expire (called before the app quits)."""
-        self.undo_bar.flush()
-        for conversation_id in list(self._pending_deletes):
-            self._commit_delete(conversation_id)
+        """Delete what is still undoable (called before the app quits)."""
+        self.deletes.commit_all()
 
     def search(self, query: str) -> None:
         if not query.strip():
@@ -364,7 +367,7 @@ class MainWindow(QMainWindow):
             return
         self.bridge.run(lambda store: store.search(query)).success(
             lambda hits: self.conversation_list.set_search_results(
-                query, [h for h in hits if h.conversation_id not in self._pending_deletes]))
+                query, [h for h in hits if h.conversation_id not in self.deletes.pending()]))
 
     def _ask_conversation_settings(self) -> None:
         self.chat.ask_settings()

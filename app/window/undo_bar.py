@@ -1,8 +1,9 @@
-"""A slim "Deleted “title” — Undo" bar, so a delete can be taken back for a few seconds.
+"""A slim "Deleted “title” — Undo" bar, so a delete can be taken back with one click.
 
 The bar never deletes anything itself: it hands its token back through `undo` (put it back) or
-`expired` (commit the delete now). A newer message expires the previous token at once, so at most
-one delete is ever pending and the caller never loses track of one.
+`expired` (the offer went away: timed out, replaced by a newer one, or flushed). It shows one offer
+at a time; what the caller does when one expires is its own choice (the window keeps deletes
+undoable from Edit ▸ Undo for the session: app/window/deletes.py, whose action owns Ctrl+Z).
 
 The offer never runs out under the user's hand: while the pointer is over the bar (or the Undo
 button is held down) the countdown pauses, and it resumes with at least `MIN_AFTER_LEAVE_MS` left,
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QPalette, QShortcut
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 MIN_AFTER_LEAVE_MS = 3000
@@ -28,7 +29,7 @@ class UndoBar(QFrame):
     """Shows one undoable message at a time; hidden when idle."""
 
     undo = Signal(object)
-    """The user clicked Undo (or pressed Ctrl+Z while the bar shows): the token to put back."""
+    """The user clicked Undo: the token to put back."""
     expired = Signal(object)
     """The message timed out, was replaced or flushed: the token whose action is now final."""
 
@@ -57,9 +58,6 @@ class UndoBar(QFrame):
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.timeout.connect(self.flush)
-        # Only active while the bar is visible; a focused text field keeps its own Ctrl+Z.
-        QShortcut(QKeySequence.StandardKey.Undo, self, activated=self.trigger_undo,
-                  context=Qt.ShortcutContext.WindowShortcut)
         self.hide()
 
     def show_message(self, text: str, token: object, timeout_ms: int = 8000) -> None:
@@ -108,6 +106,15 @@ class UndoBar(QFrame):
         token = self._take()
         if token is not _IDLE:
             self.expired.emit(token)
+
+    def withdraw(self, token: object) -> None:
+        """Hide the offer of `token` without a signal (it was undone elsewhere: Edit ▸ Undo)."""
+        if self._token is not _IDLE and self._token == token:
+            self._take()
+
+    def withdraw_any(self) -> None:
+        """Hide whatever offer shows, without a signal (the caller settles it itself)."""
+        self._take()
 
     def _take(self) -> object:
         token, self._token = self._token, _IDLE

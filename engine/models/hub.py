@@ -14,15 +14,18 @@ repo's config.json; once downloaded, `engine.estimate_memory` gives the exact fi
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional
+from urllib.parse import urlsplit
 
 from .. import backends
 from ..capacity import DTYPE_BYTES, bytes_per_session
-from ..errors import NoWeightsError
+from ..errors import NetworkError, NoWeightsError
 from .hub_download import Download, endpoint, free_bytes, hub_cache, translate_http_error
 
 Fit = Literal["fits", "tight", "does not fit"]
@@ -109,10 +112,34 @@ def runnable_formats(tags: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+PROBE_TIMEOUT_S = 4.0
+"""How long `reachable` waits for the Hub's address to take a connection."""
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def reachable(what: str) -> None:
+    """Fail in seconds when the Hub cannot be reached at all (offline, its name unknown, nothing
+    listening): huggingface_hub retries such errors five times with backoff (~25 s) before giving
+    up, while the user watches "Searching…" for nothing. One TCP connect when online. Skipped behind
+    a proxy (the connection goes through it, not to the Hub)."""
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return
+    parts = urlsplit(endpoint())
+    host = parts.hostname or ""
+    try:
+        socket.create_connection((host, parts.port or (443 if parts.scheme == "https" else 80)),
+                                 timeout=PROBE_TIMEOUT_S).close()
+    except OSError as e:
+        raise NetworkError(f"{what}: the Hugging Face Hub ({host}) cannot be reached ({type(e).__name__}: {e}). "
+                           "Check the connection and try again.") from e
+
+
 def search(query: str, limit: int = 30) -> list[Hit]:
     """Text-generation repos matching `query` that this machine can run, most downloaded first.
-    A pasted repo id or URL returns that repo alone (when it exists and is runnable)."""
+    A pasted repo id or URL returns that repo alone (when it exists and is runnable). Raises
+    NetworkError within seconds when the Hub cannot be reached."""
     query = query.strip()
+    reachable(f"search {query!r}")
     try:
         if "/" in query and " " not in query:
             info = _api().model_info(parse_repo(query))
@@ -127,17 +154,18 @@ def search(query: str, limit: int = 30) -> list[Hit]:
                 hits.append(Hit(m.id, m.downloads or 0, m.likes or 0, fmts))
         return hits[:limit]
     except Exception as e:
-        raise translate_http_error(e, f"search {query!r}") from e
+        raise translate_http_error(e, f"search {query!r}", resumable=False) from e
 
 
 def repo_options(repo_id: str, max_context: int = 4096, dtype: str = "auto") -> list[Option]:
     """What can be downloaded from `repo_id`, each with size, memory estimate and fit mark.
     Raises NoWeightsError when nothing in the repo is loadable here."""
     repo_id = parse_repo(repo_id)
+    reachable(repo_id)
     try:
         info = _api().model_info(repo_id, files_metadata=True)
     except Exception as e:
-        raise translate_http_error(e, repo_id) from e
+        raise translate_http_error(e, repo_id, resumable=False) from e
     from ..estimate import auto_dtype
 
     dtype = auto_dtype() if dtype == "auto" else dtype

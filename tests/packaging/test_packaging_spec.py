@@ -14,7 +14,9 @@ from typing import ClassVar
 
 import pytest
 
-from engine.models.sources import BUNDLED, FROZEN_MODELS_DIR
+from engine.models.sources import BUNDLED, FROZEN_META_DIR, FROZEN_MODELS_DIR
+
+(BUNDLED_NAME,) = BUNDLED
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGING = ROOT / "packaging"
@@ -58,13 +60,19 @@ def collect_data_files(package: str, includes=None) -> list[tuple[str, str]]:
     return [(str(f), str(f.parent.relative_to(folder.parent))) for f in keep]
 
 
-def run_spec(monkeypatch, tmp_path, platform: str = sys.platform) -> dict[str, Recorder]:
+def _bundled_model(monkeypatch, tmp_path) -> None:
+    """The bundled model laid out as shipped (the .gguf and meta/), so the fast check reads no GGUF."""
     model = tmp_path / "model"
-    model.mkdir()
-    for name in ("config.json", "model.safetensors", "tokenizer.json"):
-        (model / name).write_text("{}")
-    (model / "confab-source.json").write_text('{"path": "/build/machine/model.gguf"}')  # where it was converted from
-    monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))  # no conversion in a fast check
+    (model / FROZEN_META_DIR).mkdir(parents=True)
+    (model / BUNDLED[BUNDLED_NAME][1]).write_bytes(b"GGUF")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (model / FROZEN_META_DIR / name).write_text("{}")
+    monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(model))
+
+
+def run_spec(monkeypatch, tmp_path, platform: str = sys.platform, model: bool = True) -> dict[str, Recorder]:
+    if model:
+        _bundled_model(monkeypatch, tmp_path)
     hooks = types.ModuleType("PyInstaller.utils.hooks")
     hooks.collect_submodules = lambda package, filter=None: [m for m in (package, f"{package}.modeling_x", f"{package}.modular_x") if filter is None or filter(m)]
     hooks.collect_dynamic_libs, hooks.collect_data_files = collect_dynamic_libs, collect_data_files
@@ -95,15 +103,29 @@ def test_one_folder_build_with_the_icon(made, build_info):
     assert Path(made["Analysis"].args[0][0]).is_file(), "the entry script exists"
 
 
-def test_resources_and_converted_model_ship_as_data(made, tmp_path):
+def test_resources_and_the_bundled_gguf_ship_as_data(made, tmp_path):
     datas = made["Analysis"].kwargs["datas"]
     assert (str(ROOT / "resources" / "confab.svg"), "resources") in datas  # app.resources.resource_path
     assert (str(ROOT / "resources" / "curated_models.json"), "resources") in datas  # engine.models.hub.curated
     assert (str(ROOT / "resources" / "ui"), "resources/ui") in datas  # app.resources.ui_icon: no emoji font needed
-    (name,) = BUNDLED
-    model = {Path(src).name for src, dest in datas if dest == f"{FROZEN_MODELS_DIR}/{name}"}
-    # engine frozen_model() path; not the build machine's GGUF path, which the frozen app would follow
-    assert model == {"config.json", "model.safetensors", "tokenizer.json"}
+    folder = f"{FROZEN_MODELS_DIR}/{BUNDLED_NAME}"
+    # where engine.models.sources.frozen_model() and frozen_metadata() look: the GGUF itself (run as
+    # stored on llama.cpp, not a float16 folder for torch) and its config and tokenizer beside it
+    assert {Path(src).name for src, dest in datas if dest == folder} == {BUNDLED[BUNDLED_NAME][1]}
+    assert {Path(src).name for src, dest in datas if dest == f"{folder}/{FROZEN_META_DIR}"} == {
+        "config.json", "tokenizer.json", "tokenizer_config.json"}
+    assert not [src for src, _ in datas if src.endswith(".safetensors")], "no converted weights beside it"
+
+
+def test_no_build_without_the_bundled_model(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONFAB_BUNDLED_MODEL_DIR", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit, match="the bundled model is incomplete"):
+        run_spec(monkeypatch, tmp_path, model=False)
+
+
+def test_the_frozen_app_keeps_the_gguf_reader(made):
+    """A user's GGUF (its tokenizer, its size estimate) and the torch fallback need the gguf package."""
+    assert "gguf" not in made["Analysis"].kwargs["excludes"]
 
 
 def test_excludes_what_the_app_does_not_use(made, build_info):
@@ -150,7 +172,8 @@ def test_transformers_model_code_is_collected(made):
     ("torch/bin/test_jit", False),
     ("PySide6/Qt/lib/libQt6Qml.so.6", False),
     ("PySide6/Qt/translations/qt_de.qm", False),
-    ("models/smollm2-135m-instruct/model.safetensors", True),
+    ("models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf", True),
+    ("models/smollm2-135m-instruct/meta/tokenizer.json", True),
     ("llama_cpp/lib/libllama.so", True),
     ("llama_cpp/lib/libggml-cuda.so", True),  # a CUDA build of llama.cpp: its own library, not NVIDIA's
     ("pypdfium2_raw/libpdfium.so", True),  # PDF text: not a Qt PDF library, which goes

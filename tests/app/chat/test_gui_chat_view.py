@@ -69,7 +69,8 @@ def test_messages_are_shown_with_roles_and_status_notes(view):
     shown = views(view)
     assert "Hi there" in shown[1].body.toPlainText()  # Markdown rendered, not shown raw
     assert [v.note_label.text() for v in shown if not v.note_label.isHidden()] == [
-        "Stopped", "Interrupted", "Failed: out of memory"]
+        "Stopped", "Interrupted", "Failed"]
+    assert [v.error_line.text() for v in shown if not v.error_line.isHidden()] == ["Out of memory."]
     assert not view.empty_label.isVisible()
 
 
@@ -280,3 +281,18 @@ def test_message_text_follows_a_theme_switch(view, qapp):
             assert all(v.body.palette().color(QPalette.ColorRole.Text) == text for v in views(view))
     finally:
         apply_theme(qapp, "light", 11)
+
+
+def test_a_failed_reply_says_why_in_words_with_the_raw_error_behind_details(view):
+    raw = ("ServerUnreachableError: connection refused: nothing listens at 127.0.0.1:8799 "
+           "(is the server running?)")
+    view.set_messages(1, [message(1, "user", "Hi"), message(2, "assistant", "", "error", error=raw)])
+    reply = views(view)[1]
+    line = reply.error_line
+    assert reply.note_label.text() == "Failed" and not line.isHidden()
+    assert line.text() == "Nothing answers at 127.0.0.1:8799. Start the server there, or check the address and port."
+    assert "Error" not in line.text() and line.details.isHidden() and not line.toggle.isHidden()
+    line.toggle.click()
+    assert not line.details.isHidden() and line.details.text().replace("\u200b", "") == raw
+    line.toggle.click()
+    assert line.details.isHidden()

@@ -91,3 +91,13 @@ def test_kernels_that_disagree_fail_the_self_test(monkeypatch):
     monkeypatch.setattr(self_test, "check_model", lambda *a, **k: False)
     with pytest.raises(self_test.SelfTestFailed, match="kernels give different logits for the same prompt"):
         self_test.check_kernels("bundled:smollm2-135m-instruct", EngineConfig())
+
+
+def test_a_frozen_build_must_run_the_bundled_model_on_llama_cpp():
+    from app.devtools.self_test import SelfTestFailed, check_backend
+
+    with pytest.raises(SelfTestFailed, match="runs on torch, not llama.cpp"):
+        check_backend("bundled:smollm2-135m-instruct", "torch", frozen=True)
+    check_backend("bundled:smollm2-135m-instruct", "llamacpp", frozen=True)
+    check_backend("bundled:smollm2-135m-instruct", "torch", frozen=False)  # a source install without llama.cpp
+    check_backend("/models/some-folder", "torch", frozen=True)  # --model: whatever it names

@@ -62,7 +62,8 @@ def build(version: int, path: Path) -> None:
             db["attachments"].insert({
                 "id": 1, "message_id": 1, "position": 0, "name": "itinerary.md", "media_type": "text/markdown",
                 "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
-                "data": None, "created_at": t})
+                "data": None, "created_at": t, **({"tokens": 14, "tokens_exact": 1}
+                                                  if "0008_attachment_tokens" in MIGRATION_NAMES[:version] else {})})
         if "0006_tool_calls" in MIGRATION_NAMES[:version]:
             db["tool_calls"].insert({
                 "id": 1, "message_id": 2, "position": 0, "step": 1, "offset": 0, "call_id": "a1b2c3d4e",

@@ -2,6 +2,7 @@
 export/import, copied to an edited message's new version, deleted with their conversation, and
 kept across a restart and a migration from the schema before them."""
 
+import dataclasses
 import json
 import shutil
 import sqlite3
@@ -160,3 +161,28 @@ def test_search_ranks_hits_in_messages_and_files_together_and_stops_at_the_limit
     hits = store.search("aquarium", limit=5)
     assert len(hits) == 5 and len({h.message_id for h in hits}) == 5
     assert {h.snippet.startswith("notes.md: ") for h in store.search("aquarium")} == {True, False}
+
+
+def test_an_attachment_keeps_the_count_shown_when_it_was_sent(store):
+    c = store.create_conversation("Trip")
+    counted = dataclasses.replace(NOTES, tokens=17, tokens_exact=True)
+    message = store.append_message(c.id, "user", "see file", attachments=(counted, NOTES))
+    (a, b) = store.messages(c.id)[0].attachments
+    assert (a.tokens, a.tokens_exact) == (17, True) and (b.tokens, b.tokens_exact) == (None, False)
+    edited = store.append_message(c.id, "user", "see the file", parent_id=message.parent_id,
+                                  attachments_from=message.id)  # an edit's new version copies the files
+    assert [(x.tokens, x.tokens_exact) for x in edited.attachments] == [(17, True), (None, False)]
+
+
+def test_files_sent_before_counts_were_kept_migrate_without_one(tmp_path):
+    from app.store.schema import MIGRATION_NAMES
+
+    for version, expected in ((MIGRATION_NAMES.index("0006_attachment_tokens"), (None, False)),
+                              (MIGRATION_NAMES.index("0006_attachment_tokens") + 1, (14, True))):
+        home = tmp_path / f"v{version}"
+        home.mkdir()
+        shutil.copy(DATA / f"confab-v{version}.db", home / "confab.db")
+        store = open_store(home).store
+        (a,) = store.messages(1)[0].attachments
+        assert (a.name, a.tokens, a.tokens_exact) == ("itinerary.md", *expected)
+        store.close()

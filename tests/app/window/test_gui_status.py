@@ -42,7 +42,7 @@ def test_a_notice_clears_when_the_conversation_changes(qtbot, window):
     window.bridge.run(lambda store: store.create_conversation("Other")).success(created.append)
     qtbot.waitUntil(lambda: bool(created), timeout=5_000)
     window.show_error("the last reply failed")
-    assert "the last reply failed" in window.statusBar().currentMessage()
+    assert "The last reply failed." in window.statusBar().currentMessage()  # in words: a sentence
     window.show_conversation(created[0].id)
     assert window.statusBar().currentMessage() == "" and window.statusBar().toolTip() == ""
 

@@ -55,3 +55,58 @@ def test_delete_shows_undo_at_once_without_waiting_for_the_store(qtbot, window):
     assert window.undo_bar.pending() and "Plans" in window.undo_bar.toolTip()  # no store round trip
     window.undo_bar.trigger_undo()
     qtbot.waitUntil(lambda: [t for _, t in window.conversation_list.shown()] == ["Plans"], timeout=5_000)
+
+
+def _made(qtbot, window, *titles_):
+    made = []
+    for title in titles_:
+        window.bridge.run(lambda store, t=title: store.create_conversation(t)).success(made.append)
+    qtbot.waitUntil(lambda: len(made) == len(titles_), timeout=5_000)
+    window.refresh_conversations()
+    qtbot.waitUntil(lambda: sorted(t for _, t in window.conversation_list.shown()) == sorted(titles_), timeout=5_000)
+    return {c.title: c.id for c in made}
+
+
+def _shown(window):
+    return sorted(t for _, t in window.conversation_list.shown())
+
+
+def test_deletes_stay_undoable_from_the_edit_menu_after_the_bar_goes(qtbot, window):
+    ids = _made(qtbot, window, "Plans", "Recipes", "Notes")
+    assert not window.undo_action.isEnabled()
+    window.conversation_list.delete_requested.emit(ids["Plans"])
+    window.conversation_list.delete_requested.emit(ids["Recipes"])
+    window.undo_bar.flush()  # the bar ran out
+    assert window.undo_bar.isHidden()
+    qtbot.waitUntil(lambda: _shown(window) == ["Notes"], timeout=5_000)
+    assert window.undo_action.isEnabled() and "Recipes" in window.undo_action.text()
+    window.undo_action.trigger()  # the last delete first
+    qtbot.waitUntil(lambda: _shown(window) == ["Notes", "Recipes"], timeout=5_000)
+    assert "Plans" in window.undo_action.text()
+    window.undo_action.trigger()
+    qtbot.waitUntil(lambda: _shown(window) == ["Notes", "Plans", "Recipes"], timeout=5_000)
+    assert not window.undo_action.isEnabled()
+
+
+def test_ctrl_z_undoes_the_last_delete_while_the_list_has_focus(qtbot, window):
+    from PySide6.QtCore import Qt
+
+    ids = _made(qtbot, window, "Plans")
+    window.conversation_list.delete_requested.emit(ids["Plans"])
+    window.undo_bar.flush()
+    qtbot.waitUntil(lambda: _shown(window) == [], timeout=5_000)
+    window.conversation_list.setFocus()
+    qtbot.keyClick(window.conversation_list, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: _shown(window) == ["Plans"], timeout=5_000)
+
+
+def test_undone_deletes_are_never_deleted_and_the_rest_are_at_quit(qtbot, window):
+    ids = _made(qtbot, window, "Plans", "Recipes")
+    window.conversation_list.delete_requested.emit(ids["Plans"])
+    window.conversation_list.delete_requested.emit(ids["Recipes"])
+    window.undo_action.trigger()  # Recipes back
+    window.commit_pending_deletes()  # quitting
+    left = []
+    window.bridge.run(lambda store: [c.title for c in store.list_conversations()]).success(left.append)
+    qtbot.waitUntil(lambda: bool(left), timeout=5_000)
+    assert left[0] == ["Recipes"]

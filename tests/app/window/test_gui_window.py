@@ -151,7 +151,9 @@ def test_delete_can_be_undone_and_otherwise_deletes(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: sorted(titles(window)) == ["Delete me", "Keep me"], timeout=5_000)
     window.conversation_list.delete_requested.emit(doomed)
     qtbot.waitUntil(lambda: window.undo_bar.pending(), timeout=5_000)
-    window.undo_bar.flush()  # the offer expires: now it is deleted for real
+    window.undo_bar.flush()  # the bar goes; Edit ▸ Undo still could bring it back
+    assert window.undo_action.isEnabled()
+    window.commit_pending_deletes()  # quitting: now it is deleted for real
     window.bridge.close()
     assert set(stored(tmp_path / "home")) == {"Keep me"}
 
