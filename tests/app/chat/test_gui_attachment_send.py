@@ -68,7 +68,7 @@ def test_a_file_that_does_not_fit_stays_and_the_message_waits_with_the_reason(qt
     window.composer.submit()
     _wait_reply(qtbot, window)
     user = window.chat_view.message_views()[0]
-    assert [c.text().split(" · ")[0] for c in user.files.chips] == ["📄 report.txt (first part)", "📄 notes.md"]
+    assert [c.text().split(" · ")[0] for c in user.files.chips] == ["report.txt (first part)", "notes.md"]
 
 
 def test_an_unreadable_file_is_not_dropped_silently_either(qtbot, window, tmp_path):
