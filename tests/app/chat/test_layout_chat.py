@@ -39,8 +39,12 @@ def test_no_part_of_a_message_passes_the_right_edge(qtbot, window, size):
 def test_a_long_error_wraps_with_its_whole_text_and_the_buttons_stay_in_view(qtbot, window):
     open_hard_conversation(qtbot, window, MINIMUM)
     failed = window.chat_view.message_views()[-1]
-    assert LONG_ERROR in failed.note_label.text()
-    assert failed.note_label.height() > 2 * failed.note_label.fontMetrics().height()  # wrapped
+    line = failed.error_line  # the error in words; its raw text, whole, behind Details
+    line.toggle.setChecked(True)
+    qtbot.wait(50)
+    assert LONG_ERROR.split(":", 1)[1] in line.details.text().replace("\u200b", "")  # "Class: text"
+    assert line.details.height() > 2 * line.details.fontMetrics().height()  # wrapped
+    assert sticking_out(window.chat_view) == []
     assert failed.copy_button.isVisible()
 
 
