@@ -101,6 +101,8 @@ class _Sampling(_Strict):
     session_id: Optional[str] = Field(default=None, min_length=1, max_length=200)
     ignore_eos: bool = False
     """vLLM's extension: generate max_tokens even past end tokens (benchmarks, fixed-length tests)."""
+    speculative: bool = True
+    """Confab's extension: false never drafts tokens for this reply (the same text either way)."""
     # Accepted because they change nothing here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None
