@@ -164,10 +164,10 @@ class Speculator:
         if not (decoding or solo) or not self.usable():
             return
         free = self.worker.pool.tokens - self.worker.backend.held_tokens() if self.worker.pool else room
-        room = min(room, free - len(decoding) - others - len(solo))
-        for job, slot, feed in solo:  # seeded: a plan that depends only on the reply itself
-            room -= self._plan_one(job, slot, feed, PRIOR_ROW_COST, room)
-        room = min(room, ROUND_CAP)
+        free -= len(decoding) + others + len(solo)
+        for job, slot, feed in solo:  # seeded, in its own call: a plan that depends only on the reply itself
+            free -= self._plan_one(job, slot, feed, PRIOR_ROW_COST, min(free, MAX_DRAFT))
+        room = min(room, free, ROUND_CAP)
         if room <= 0 or not decoding:
             return
         ratio = self.cost.ratio()

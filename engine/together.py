@@ -91,8 +91,20 @@ class Together:
                     w._guarded(job, slot, lambda: self._done(job, slot, feed, logits))
                 items = []
         for item in items + alone:
-            job, slot, feed = item
-            w._guarded(job, slot, lambda: self._done(job, slot, feed, self._call([item], timed=not job.pending)[0]))
+            w._guarded(item[0], item[1], lambda: self._solo(item))
+
+    def _solo(self, item: tuple["Job", "Slot", list[int]]) -> None:
+        """Step one session in its own call; a call with drafts that fails is tried once without."""
+        job, slot, feed = item
+        try:
+            logits = self._call([item], timed=not job.pending)[0]
+        except Exception:
+            if not drafted(job, feed):
+                raise
+            log.exception("a step with drafted tokens failed on session %s; stepping it without", job.session.id)
+            feed = feed[:1]
+            logits = self._call([(job, slot, feed)])[0]
+        self._done(job, slot, feed, logits)
 
     def _call(self, items: list[tuple["Job", "Slot", list[int]]], timed: bool = False) -> list[Any]:
         backend = self.worker.backend
