@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
     bench.add_argument("--speculative", action="store_true",
                        help="llama.cpp: tok/s with and without drafted tokens on code edits, free chat and 8 edits "
-                            "at once (edit_speedup, chat_speedup, acceptance)")
+                            "at once (edit_speedup, chat_speedup, acceptance); --tokens bounds each reply (400 covers the whole "
+                            "edited file)")
 
     from .server.cli import add_parser as add_serve_parser
 

@@ -65,11 +65,12 @@ SESSIONS = 8
 
 
 def speculative_figures(model: str, say: Callable[..., None], tokens: int = 400) -> dict:
-    """The figures above for `model` on llama.cpp (one engine; drafting chosen per request)."""
+    """The figures above for `model` on llama.cpp (one engine; drafting chosen per request); every
+    reply is at most `tokens` long (the edit reply ends sooner where the model ends the file)."""
     config = EngineConfig(backend="llamacpp", max_context=2048, max_sessions=SESSIONS + 1)
     with Engine.load(model, config) as engine:
         edit = SamplingParams(temperature=0, max_tokens=tokens)
-        chat = SamplingParams(temperature=0, max_tokens=160, ignore_stop=True)
+        chat = SamplingParams(temperature=0, max_tokens=tokens, ignore_stop=True)
         _one(engine, CHAT, SamplingParams(temperature=0, max_tokens=16))  # warm-up
         figures: dict = {"backend": "llamacpp", "model": model}
         pairs = {"edit": (EDIT, edit), "chat": (CHAT, chat)}

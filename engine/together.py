@@ -116,7 +116,10 @@ class Together:
         rows = [len(feed) if drafted(job, feed) else 1 for job, _, feed in items]
         began = time.perf_counter()
         with backend.compute():
-            out = backend.step(feeds, rows) if max(rows) > 1 else backend.step(feeds)
+            if max(rows) > 1:  # every item then gets its rows; the undrafted ones only need their last
+                out = [o if n > 1 else o[-1] for o, n in zip(backend.step(feeds, rows), rows)]
+            else:
+                out = backend.step(feeds)
         if timed:  # decode rounds teach the speculator what a row costs
             self.speculator.observe(sum(len(feed) for _, feed in feeds), time.perf_counter() - began)
         return out

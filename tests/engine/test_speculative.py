@@ -207,3 +207,22 @@ def test_a_drafted_token_the_grammar_forbids_is_not_checked(make_engine):
     ids = [engine.tokenizer(t, add_special_tokens=False).input_ids[0] for t in ("a", "b", "x", "c")]
     assert guide.allows([ids[0], ids[1], ids[1], ids[2], ids[3]]) == 3  # "x" is refused, and all after it
     assert guide.allows([ids[0], ids[1], ids[3]]) == 3
+
+
+def test_a_drafting_session_and_an_undrafted_one_share_a_call(make_engine, tiny_models):
+    """One joint call with drafts for one session only: the other gets its own logits row (a bug once
+    handed it a (1, vocab) array and poisoned it)."""
+    on = make_engine(tiny_models["llama"], "llamacpp")
+    off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)
+    echo, plain = echo_prompt(off, list(range(100, 116))), list(range(300, 340))
+    alone = []
+    for prompt in (echo, plain):
+        with off.open_session() as s:
+            alone.append(token_ids(s.generate(prompt, greedy(30))))
+    calls = []
+    real_step = on._worker.backend.step
+    on._worker.backend.step = lambda items, *rows: (calls.append(rows), real_step(items, *rows))[1]
+    drafting, plain_session = on.open_session(), on.open_session()
+    streams = [drafting.generate(echo, greedy(30)), plain_session.generate(plain, greedy(30, speculative=False))]
+    assert [token_ids(s) for s in streams] == alone
+    assert any(rows and sorted(rows[0])[0] == 1 < max(rows[0]) for rows in calls)  # a mixed call happened
