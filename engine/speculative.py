@@ -50,8 +50,7 @@ RECOVER = 0.01
 """Per round without drafts, the estimate drifts this share back toward PRIOR_ACCEPT, so a session
 whose drafts failed earlier tries again now and then (a reply may start quoting later)."""
 PRIOR_ROW_COST = 0.25
-"""One more row's cost as a share of a one-row round, until the engine has measured its own; also
-what seeded replies plan with, so their drafts never depend on timing."""
+"""One more row's cost as a share of a one-row round, until the engine has measured its own."""
 COST_DECAY = 0.98
 """Weight of past rounds in the row-cost fit."""
 
@@ -159,14 +158,15 @@ class Speculator:
     # -- planning ----------------------------------------------------------------------------------
     def plan(self, decoding: list[tuple["Job", "Slot", list[int]]], solo: list[tuple["Job", "Slot", list[int]]],
              others: int, room: int) -> None:
-        """Append drafts to the feeds of `decoding` (stepped together with `others` prompt rows) and of
-        `solo` (seeded replies, each in its own call), in place; at most `room` tokens in all."""
-        if not (decoding or solo) or not self.usable():
+        """Append drafts to the feeds of `decoding` (stepped together with `others` prompt rows), in
+        place, at most `room` tokens in all; `solo` (seeded replies, each in its own call) only count."""
+        if not decoding or not self.usable():
             return
         free = self.worker.pool.tokens - self.worker.backend.held_tokens() if self.worker.pool else room
+        # Seeded sampled replies (`solo`) draft nothing: a forward of several rows of one sequence gave
+        # slightly other logits depending on where its cells sit in the shared pool (measured: the
+        # same seed, another second token beside other sessions), and a seed promises the same text.
         free -= len(decoding) + others + len(solo)
-        for job, slot, feed in solo:  # seeded, in its own call: a plan that depends only on the reply itself
-            free -= self._plan_one(job, slot, feed, PRIOR_ROW_COST, min(free, MAX_DRAFT))
         room = min(room, free, ROUND_CAP)
         if room <= 0 or not decoding:
             return
@@ -212,20 +212,6 @@ class Speculator:
         if proposal and job.guide is not None:  # a draft the grammar forbids is not worth a row
             proposal = proposal[:job.guide.allows(proposal)]
         return proposal
-
-    def _plan_one(self, job: "Job", slot: "Slot", feed: list[int], ratio: float, room: int) -> int:
-        state = self._state(job)
-        proposal = self._propose(job, slot, state)
-        tokens, time, n, p = 1.0, 1.0 + ratio, 0, 1.0
-        for token in proposal[:max(room, 0)]:
-            p *= state.accept
-            if p * time <= ratio * tokens:
-                break
-            tokens, time, n = tokens + p, time + ratio, n + 1
-        if n == 0 and state is not None:
-            state.idle()
-        feed.extend(proposal[:n])
-        return n
 
     def observe(self, rows: int, seconds: float) -> None:
         """A decode round's size and time (rounds with a prompt chunk are not representative)."""

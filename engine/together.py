@@ -78,6 +78,10 @@ class Together:
         decoding = [item for item in items if not item[0].pending]
         prompt_rows = sum(len(feed) for job, _, feed in items if job.pending)
         self.speculator.plan(decoding, alone, prompt_rows, budget)
+        # Drafts last in the batch: their rejected cells then free above every other row's, so a
+        # later token (a seeded reply's above all) never lands below its own sequence's earlier cells,
+        # which would change the order flash attention sums them in, and with it the logits.
+        items.sort(key=lambda item: drafted(item[0], item[2]))
         if w.batching and len(items) > 1:
             try:
                 rows = self._call(items, timed=not prompt_rows)
