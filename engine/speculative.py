@@ -10,9 +10,9 @@ session may append drafted tokens (engine/lookup_draft.py) after its last token;
   next row is used only while the token just sampled equals the draft that was fed after it.
   Sampling t ~ p and keeping the draft d when t == d accepts d with probability p(d), and on a
   miss t is distributed as p without d, renormalized: the usual rule for a one-hot draft. So the
-  reply has the model's distribution, a greedy reply is the argmax chain, a seeded reply draws one
-  number per token as without drafts, and a token the grammar forbids (masked to -inf) is never
-  accepted;
+  reply has the model's distribution, a greedy reply is the argmax chain, the sampler draws one
+  number per token as without drafts (seeded sampled replies, which step alone, draft nothing),
+  and a token the grammar forbids (masked to -inf) is never accepted;
 - the cells of the rejected drafts are removed (`llama_memory_seq_rm`, the backend's `trim`).
 
 Adaptive, never a loss: each session keeps a running estimate of how often its drafts are accepted,
