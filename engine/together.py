@@ -84,7 +84,7 @@ class Together:
         items.sort(key=lambda item: drafted(item[0], item[2]))
         if w.batching and len(items) > 1:
             try:
-                rows = self._call(items, timed=not prompt_rows)
+                rows = self._call(items)
                 self.joint += 1
             except Exception:
                 log.exception("joint step failed; stepping its %d sessions one at a time", len(items))
@@ -101,7 +101,7 @@ class Together:
         """Step one session in its own call; a call with drafts that fails is tried once without."""
         job, slot, feed = item
         try:
-            logits = self._call([item], timed=not job.pending)[0]
+            logits = self._call([item])[0]
         except Exception:
             if not drafted(job, feed):
                 raise
@@ -110,7 +110,7 @@ class Together:
             logits = self._call([(job, slot, feed)])[0]
         self._done(job, slot, feed, logits)
 
-    def _call(self, items: list[tuple["Job", "Slot", list[int]]], timed: bool = False) -> list[Any]:
+    def _call(self, items: list[tuple["Job", "Slot", list[int]]]) -> list[Any]:
         backend = self.worker.backend
         for _, slot, _ in items:
             if slot.state is None:
@@ -124,7 +124,7 @@ class Together:
                 out = [o if n > 1 else o[-1] for o, n in zip(backend.step(feeds, rows), rows)]
             else:
                 out = backend.step(feeds)
-        if timed:  # decode rounds teach the speculator what a row costs
+        if not any(job.pending for job, _, _ in items):  # decode calls teach the speculator what a row costs
             self.speculator.observe(sum(len(feed) for _, feed in feeds), time.perf_counter() - began)
         return out
 
