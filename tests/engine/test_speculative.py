@@ -12,7 +12,7 @@ import pytest
 from engine import Constraint, EngineConfig, SamplingParams
 from engine.lookup_draft import LookupIndex
 from engine.speculative import DraftState, Speculator
-from tests.engine.helpers import prompt_ids, token_ids
+from tests.engine.helpers import token_ids
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
