@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--contended", action="store_true",
                        help="also decode beside a CPU-bound process on one core, and two engine processes at once")
 
+    bench.add_argument("--speculative", action="store_true",
+                       help="llama.cpp: tok/s with and without drafted tokens on code edits, free chat and 8 edits "
+                            "at once (edit_speedup, chat_speedup, acceptance); --tokens bounds each reply (400 covers the whole "
+                            "edited file)")
+
     from .server.cli import add_parser as add_serve_parser
 
     add_serve_parser(sub)

@@ -24,6 +24,16 @@ from .errors import EngineError
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    if getattr(args, "speculative", False):
+        from .bench_speculative import speculative_figures
+
+        try:
+            figures = speculative_figures(args.model, say, tokens=args.tokens)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
+        return 0
     names = _backend_names(args.backend, args.model)
     if not names:
         print("error: no backend is installed that can load this model", file=sys.stderr)

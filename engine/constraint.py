@@ -149,6 +149,10 @@ class Guide:
         if not self._matcher.consume_token(token):
             raise RuntimeError(f"the grammar refused token {token}: {self._matcher.get_error()}")
 
+    def allows(self, tokens: list[int]) -> int:
+        """How many of `tokens`, in order, the grammar would take next (nothing is consumed)."""
+        return self._matcher.validate_tokens(tokens)
+
     @property
     def done(self) -> bool:
         """The grammar is complete: nothing but an end token may follow."""

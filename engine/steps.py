@@ -53,6 +53,8 @@ class Job:
     constraint_s: float = 0.0
     splitter: Any = None
     """Splits decoded text into reasoning and answer (engine/reasoning.py); None: all answer."""
+    drafter: Any = None
+    """Its drafting state (engine.speculative.DraftState) once it has decoded in a joint round."""
 
     def chunk(self, text: str, token_ids: tuple, *end: Any, final: bool = False, logprobs: tuple = ()) -> Chunk:
         """A chunk of `text` with its reasoning apart; `final` also takes what the splitter held."""

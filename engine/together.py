@@ -6,15 +6,19 @@ chunks sharing `prefill_chunk` tokens in arrival order, as llama.cpp's server fi
 long paste in one conversation costs the others one chunk's time per token, never its whole length,
 and each prefill chunk still reports progress (`Chunk.prefill`) and cancel is seen at the next round.
 If the joint call fails, each session steps alone, so a fault poisons only its own session.
+
+Decoding sessions may also carry drafted tokens, checked in the same call (engine/speculative.py).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import CapacityError
 from .sampling import steps_alone
+from .speculative import Speculator, drafted
 
 if TYPE_CHECKING:
     from .steps import Job, RoundOwner, Slot
@@ -57,6 +61,7 @@ class Together:
         """Backend calls made (tests and the bench read it)."""
         self.joint = 0
         """Of those, calls that stepped several sessions together."""
+        self.speculator = Speculator(worker)
 
     def round(self) -> None:
         w = self.worker
@@ -70,19 +75,40 @@ class Together:
                 feed = job.pending[:budget]
                 budget -= len(feed)
                 items.append((job, slot, feed))
+        decoding = [item for item in items if not item[0].pending]
+        prompt_rows = sum(len(feed) for job, _, feed in items if job.pending)
+        self.speculator.plan(decoding, alone, prompt_rows, budget)
+        # Drafts last in the batch: their rejected cells then free above every other row's, so a
+        # later token (a seeded reply's above all) never lands below its own sequence's earlier cells,
+        # which would change the order flash attention sums them in, and with it the logits.
+        items.sort(key=lambda item: drafted(item[0], item[2]))
         if w.batching and len(items) > 1:
             try:
                 rows = self._call(items)
                 self.joint += 1
             except Exception:
                 log.exception("joint step failed; stepping its %d sessions one at a time", len(items))
+                # without drafts: alone, each call is as small as it can be
+                items = [(job, slot, feed[:1] if drafted(job, feed) else feed) for job, slot, feed in items]
             else:
                 for (job, slot, feed), logits in zip(items, rows):
                     w._guarded(job, slot, lambda: self._done(job, slot, feed, logits))
                 items = []
         for item in items + alone:
-            job, slot, feed = item
-            w._guarded(job, slot, lambda: self._done(job, slot, feed, self._call([item])[0]))
+            w._guarded(item[0], item[1], lambda: self._solo(item))
+
+    def _solo(self, item: tuple["Job", "Slot", list[int]]) -> None:
+        """Step one session in its own call; a call with drafts that fails is tried once without."""
+        job, slot, feed = item
+        try:
+            logits = self._call([item])[0]
+        except Exception:
+            if not drafted(job, feed):
+                raise
+            log.exception("a step with drafted tokens failed on session %s; stepping it without", job.session.id)
+            feed = feed[:1]
+            logits = self._call([(job, slot, feed)])[0]
+        self._done(job, slot, feed, logits)
 
     def _call(self, items: list[tuple["Job", "Slot", list[int]]]) -> list[Any]:
         backend = self.worker.backend
@@ -90,10 +116,22 @@ class Together:
             if slot.state is None:
                 slot.state = backend.new_state()
         self.calls += 1
+        feeds = [(slot.state, feed) for _, slot, feed in items]
+        rows = [len(feed) if drafted(job, feed) else 1 for job, _, feed in items]
+        began = time.perf_counter()
         with backend.compute():
-            return backend.step([(slot.state, feed) for _, slot, feed in items])
+            if max(rows) > 1:  # every item then gets its rows; the undrafted ones only need their last
+                out = [o if n > 1 else o[-1] for o, n in zip(backend.step(feeds, rows), rows)]
+            else:
+                out = backend.step(feeds)
+        if not any(job.pending for job, _, _ in items):  # decode calls teach the speculator what a row costs
+            self.speculator.observe(sum(len(feed) for _, feed in feeds), time.perf_counter() - began)
+        return out
 
     def _done(self, job: "Job", slot: "Slot", feed: list[int], logits: Any) -> None:
+        if drafted(job, feed):
+            self.speculator.settle(job, slot, feed, logits)
+            return
         if job.pending:
             job.pending = job.pending[len(feed):]
             job.prefilled += len(feed)

@@ -42,6 +42,10 @@ class EngineConfig:
     """Every session's tokens exactly as if it ran alone, in any dtype, by stepping one session per
     forward: in bfloat16 a batched forward can round differently and flip a near-tie. Costs the
     batching speedup (aggregate tok/s stays that of one session)."""
+    speculative: bool = True
+    """llama.cpp: draft tokens from each session's own context and check them in the round's joint
+    forward (engine/speculative.py); the same tokens, sooner where replies repeat their context.
+    False turns it off for every reply (SamplingParams.speculative turns it off for one)."""
 
     def __post_init__(self) -> None:
         for name in ("backend", "device", "dtype"):
@@ -54,8 +58,9 @@ class EngineConfig:
                 raise InvalidRequestError(
                     f"{name} must be an integer{' or None' if optional else ''}, not {value!r}"
                 )
-        if not isinstance(self.deterministic, bool):
-            raise InvalidRequestError(f"deterministic must be True or False, not {self.deterministic!r}")
+        for name in ("deterministic", "speculative"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidRequestError(f"{name} must be True or False, not {getattr(self, name)!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
             raise InvalidRequestError(f"backend must be auto, torch, mlx or llamacpp, not {self.backend!r}")
         if self.device not in ("auto", "cuda", "cpu", "metal"):
@@ -104,6 +109,10 @@ class SamplingParams:
     n (at most MAX_TOP_LOGPROBS): also the n most likely tokens. They are taken from the distribution
     the token was drawn from (after the constraint's mask, repetition penalty, temperature, top-k,
     top-p, min-p); at temperature 0 from the masked, penalized softmax."""
+    speculative: bool = True
+    """Let the engine draft tokens for this reply and check them in one forward (llama.cpp): the
+    same distribution (greedy: the same tokens), sooner where the reply repeats its context.
+    False steps one token per forward."""
 
     def validate(self) -> None:
         """Raise InvalidRequestError naming the first value of the wrong type or out of range.
@@ -114,8 +123,9 @@ class SamplingParams:
         for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
             if not _is_real(getattr(self, name)):
                 raise InvalidRequestError(f"{name} must be a number, not {getattr(self, name)!r}")
-        if not isinstance(self.ignore_stop, bool):
-            raise InvalidRequestError(f"ignore_stop must be True or False, not {self.ignore_stop!r}")
+        for name in ("ignore_stop", "speculative"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidRequestError(f"{name} must be True or False, not {getattr(self, name)!r}")
         t = self.temperature
         checks = [
             ("temperature", math.isfinite(t) and t >= 0, "temperature must be >= 0"),
@@ -173,6 +183,10 @@ class GenerationStats:
     """Tokens per second after the first one."""
     constraint_s: float = 0.0
     """Seconds the constraint's grammar took on the engine thread (masks and advancing); 0 without one."""
+    drafted_tokens: int = 0
+    """Tokens drafted for this reply and checked by the model (speculative decoding); 0 without."""
+    accepted_tokens: int = 0
+    """Of those, tokens the reply took: each saved a forward of its own."""
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,8 @@ class Worker:
             ttft_s=first - job.started,
             decode_tok_s=decode_tokens / (now - first) if decode_tokens and now > first else 0.0,
             constraint_s=job.constraint_s,
+            drafted_tokens=job.drafter.drafted if job.drafter is not None else 0,
+            accepted_tokens=job.drafter.accepted if job.drafter is not None else 0,
         )
 
     @property

@@ -47,6 +47,8 @@ class AppSettings:
     """Default nucleus sampling share (0.01..1)."""
     max_tokens: int = 512
     """Default most tokens per reply (1..32768)."""
+    speculative: bool = True
+    """Draft tokens from the conversation and check them in one step (llama.cpp; the same replies)."""
     state_budget_mb: int = 2048
     """MiB of disk that saved session states may use before the oldest are deleted."""
     close_to_tray: bool = False
@@ -160,7 +162,7 @@ def sampling_params(conversation_sampling: dict, settings: AppSettings) -> Sampl
     A key the conversation does not set, or sets to a value out of range, uses the app default.
     """
     defaults = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
-                              max_tokens=settings.max_tokens)
+                              max_tokens=settings.max_tokens, speculative=settings.speculative)
     return with_overrides(defaults, conversation_sampling)
 
 

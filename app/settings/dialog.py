@@ -122,6 +122,12 @@ class SettingsDialog(QDialog):
         form.addRow("T&emperature:", self.temperature)
         form.addRow("Top-&p:", self.top_p)
         form.addRow("&Max tokens:", self.max_tokens)
+        self.speculative = named(
+            QCheckBox("&Draft tokens ahead"), "Draft tokens ahead",
+            "llama.cpp: guess the next tokens from the conversation itself and check them in one step; "
+            "the same replies, sooner where they repeat what is there (code edits, quotes)")
+        self.speculative.setChecked(s.speculative)
+        form.addRow("", self.speculative)
         return box
 
     def _storage_group(self, s: AppSettings) -> QGroupBox:
@@ -218,6 +224,7 @@ class SettingsDialog(QDialog):
             temperature=round(self.temperature.value(), 2),
             top_p=round(self.top_p.value(), 2),
             max_tokens=self.max_tokens.value(),
+            speculative=self.speculative.isChecked(),
             state_budget_mb=self.state_budget.value(),
             close_to_tray=self.close_to_tray.isChecked() if self.close_to_tray.isEnabled()
             else self._settings.close_to_tray,

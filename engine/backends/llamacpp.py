@@ -130,6 +130,9 @@ class LlamaCppBackend:
         self._batch_size = 0
         self._n_vocab = 0
         self._swa = 0
+        self.can_draft = False
+        """Whether drafted cells can be removed again (engine/speculative.py): not where a recurrent
+        state or a sliding window forgets what a shorter sequence would need."""
         self._seqs: dict[int, Seq] = {}
         self._free: list[int] = []
         self._path: Optional[Path] = None
@@ -153,6 +156,7 @@ class LlamaCppBackend:
         self.weights_nbytes = int(lc.llama_model_size(model))
         self._n_vocab = int(lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model)))
         self._swa = int(lc.llama_model_n_swa(model))
+        self.can_draft = not self._swa and not lc.llama_model_is_recurrent(model)
         self.quantized = f"{self._desc()} (GGUF, as stored)"
         per_token = self._bytes_per_token()
         pool_tokens, n_seq = self._pool_size(per_token)
@@ -283,9 +287,11 @@ class LlamaCppBackend:
         return seq.n_past * self.pool.bytes_per_token
 
     # -- compute -----------------------------------------------------------------------------------
-    def step(self, items: list[tuple[Seq, list[int]]]) -> list[np.ndarray]:
+    def step(self, items: list[tuple[Seq, list[int]]], rows: Optional[list[int]] = None) -> list[np.ndarray]:
         """Append each item's tokens to its sequence in one llama_decode; float32 logits of each
-        item's last position. On error, every sequence is left as it was before the call."""
+        item's last position, or with `rows`, of each item's last rows[i] positions (a (rows[i],
+        vocab) array: drafted tokens are checked from them). On error, every sequence is left as it
+        was before the call."""
         n = sum(len(tokens) for _, tokens in items)
         if n > self._batch_size:
             raise ValueError(f"{n} tokens in one step; the batch holds {self._batch_size}")
@@ -294,26 +300,27 @@ class LlamaCppBackend:
         pos = np.ctypeslib.as_array(b.pos, shape=(self._batch_size,))
         n_seq = np.ctypeslib.as_array(b.n_seq_id, shape=(self._batch_size,))
         wants = np.ctypeslib.as_array(b.logits, shape=(self._batch_size,))
-        last: list[int] = []
+        last: list[range] = []
         i = 0
-        for seq, tokens in items:
+        for item, (seq, tokens) in enumerate(items):
             k = len(tokens)
+            want = rows[item] if rows is not None else 1
             token[i:i + k] = tokens
             pos[i:i + k] = np.arange(seq.n_past, seq.n_past + k)
             n_seq[i:i + k] = 1
             wants[i:i + k] = 0
-            wants[i + k - 1] = 1
+            wants[i + k - want:i + k] = 1
             for j in range(i, i + k):
                 b.seq_id[j][0] = seq.id
             i += k
-            last.append(i - 1)
+            last.append(range(i - want, i))
         b.n_tokens = n
         try:
             rc = lc.llama_decode(self.ctx, b)
             if rc != 0:
                 raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
-            out = [np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
-                   for row in last]
+            out = [np.stack([self._logits(row) for row in span]) if rows is not None else self._logits(span[0])
+                   for span in last]
         except BaseException:
             for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
                 lc.llama_memory_seq_rm(self._mem, seq.id, seq.n_past, -1)
@@ -321,6 +328,9 @@ class LlamaCppBackend:
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out
+
+    def _logits(self, row: int) -> np.ndarray:
+        return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
 
     def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:
         """Append `token_ids` (split into batch-sized pieces); logits of the last position."""

@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     serve.add_argument("--max-context", type=int, default=4096, help="most tokens one session holds")
     serve.add_argument("--max-sessions", type=int, default=None,
                        help="most sessions at once (default: what the memory budget holds)")
+    serve.add_argument("--no-speculative", dest="speculative", action="store_false",
+                       help="llama.cpp: never draft tokens (on by default; a request's \"speculative\": false "
+                            "turns it off for that request)")
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
 
@@ -48,7 +51,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     config = EngineConfig(backend=args.backend, dtype=args.dtype, max_context=args.max_context,
-                          max_sessions=args.max_sessions)
+                          max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True))
     print(f"loading {args.model} …", file=sys.stderr, flush=True)
     try:
         engine = Engine.load(args.model, config)

@@ -108,6 +108,7 @@ def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> Sam
         max_tokens=max(1, min(limit or room, room)),
         seed=body.seed,
         ignore_stop=body.ignore_eos,
+        speculative=body.speculative,
     )
 
 

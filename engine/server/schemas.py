@@ -104,6 +104,8 @@ class _Sampling(_Strict):
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
     """A prompt longer than the context: refused (the default), or cut (engine.truncation), said in
     the reply's `truncated` field and X-Confab-Truncated header."""
+    speculative: bool = True
+    """Confab's extension: false never drafts tokens for this reply (the same text either way)."""
     # Accepted because they change nothing here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None

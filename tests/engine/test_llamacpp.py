@@ -104,7 +104,8 @@ def test_open_sessions_are_capped_by_max_sessions(make_engine, tiny_models):
 
 def test_a_long_prompt_shares_each_decode_with_the_other_sessions(make_engine, tiny_models):
     """While one session reads a long prompt in chunks, another's tokens go on, in the same calls."""
-    engine = make_engine(tiny_models["llama"], "llamacpp", prefill_chunk=16)
+    # without drafts: every decode item is one token (test_speculative.py checks drafts in shared calls)
+    engine = make_engine(tiny_models["llama"], "llamacpp", prefill_chunk=16, speculative=False)
     worker = engine._worker
     with engine.open_session() as solo:
         alone = token_ids(solo.generate([5, 6, 7], greedy(30)))

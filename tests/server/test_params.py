@@ -24,3 +24,18 @@ def test_max_completion_tokens_bounds_the_reply(serve, tiny_engine):
     reply = api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=0,
                                         max_completion_tokens=3, extra_body={"ignore_eos": True})
     assert reply.usage.completion_tokens == 3 and reply.choices[0].finish_reason == "length"
+
+
+def test_speculative_false_turns_drafting_off_for_that_request(serve, tiny_engine, monkeypatch):
+    from engine.server import generation
+
+    seen = []
+    real = generation.sampling
+    monkeypatch.setattr(generation, "sampling", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    api = client(serve(tiny_engine))
+    api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=0, max_tokens=2,
+                                extra_body={"speculative": False})
+    api.completions.create(model=tiny_engine.source, prompt="Hi", temperature=0, max_tokens=2,
+                           extra_body={"speculative": False})
+    api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=0, max_tokens=2)
+    assert [params.speculative for params in seen] == [False, False, True]

@@ -162,3 +162,12 @@ def test_keeping_copies_of_attached_files_is_off_by_default_and_saved(qtbot, tmp
     assert chosen.keep_attachment_files is True
     save_settings(tmp_path, chosen)
     assert load_settings(tmp_path).keep_attachment_files is True
+
+
+def test_drafting_tokens_ahead_is_on_by_default_and_can_be_turned_off(qtbot, tmp_path):
+    dialog = SettingsDialog(AppSettings(), tmp_path, tray_available=True)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.speculative.isChecked()
+    tick(qtbot, dialog.speculative)
+    assert dialog.result_settings().speculative is False

@@ -88,3 +88,11 @@ def test_menubar_only_is_a_no_op_off_macos(monkeypatch):
 
     monkeypatch.setattr(sys, "platform", "linux")
     assert set_menubar_only(True) is False
+
+
+def test_the_drafting_setting_reaches_every_reply_and_survives_a_restart(tmp_path):
+    assert AppSettings().speculative and sampling_params({}, AppSettings()).speculative
+    save_settings(tmp_path, AppSettings(speculative=False))
+    off = load_settings(tmp_path)
+    assert off.speculative is False
+    assert sampling_params({"temperature": 0.2}, off).speculative is False

@@ -1,0 +1,228 @@
+"""Speculative decoding on llama.cpp: drafted tokens checked in the joint round change when tokens
+arrive, never which: greedy replies are token-for-token those without drafts, sampled replies keep
+the model's distribution, a grammar still holds, and rejected cells leave the pool."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engine import Constraint, EngineConfig, SamplingParams
+from engine.lookup_draft import LookupIndex
+from engine.speculative import DraftState, Speculator
+from tests.engine.helpers import token_ids
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
+
+CODE = '''def total_price(items, tax_rate):
+    """Sum the price of every item and add the tax."""
+    subtotal = 0
+    for item in items:
+        subtotal += item.price * item.quantity
+    tax = subtotal * tax_rate
+    return subtotal + tax
+
+
+def cheapest(items):
+    best = None
+    for item in items:
+        if best is None or item.price < best.price:
+            best = item
+    return best
+'''
+EDIT = [{"role": "user", "content": "Repeat this code exactly:\n\n" + CODE}]
+
+
+def greedy(n: int, **extra) -> SamplingParams:
+    return SamplingParams(temperature=0, max_tokens=n, ignore_stop=True, **extra)
+
+
+def repeating_prompt(n: int = 40) -> list[int]:
+    """A prompt whose own text repeats, so lookup drafts are proposed from the first step."""
+    return [17, 23, 29, 31, 37, 41, 43, 47] * (n // 8)
+
+
+def echo_prompt(engine, start: list[int]) -> list[int]:
+    """`start`, the model's own greedy continuation of it, then `start` again: drafts then propose
+    that continuation, which a tiny random model follows in part and leaves in part."""
+    with engine.open_session() as s:
+        return start + token_ids(s.generate(start, greedy(30, speculative=False))) + start
+
+
+# -- the lookup index -------------------------------------------------------------------------------
+def test_lookup_proposes_what_followed_the_longest_latest_match():
+    assert LookupIndex([5, 2, 3, 4, 7, 2, 3]).propose(2) == [4, 7]
+    assert LookupIndex([1, 2, 3, 9, 2, 3, 4, 1, 2, 3]).propose(2) == [9, 2]  # "1 2 3" beats the later "2 3"
+    assert LookupIndex([2, 3, 4, 2, 3, 5, 2, 3]).propose(1) == [5]  # the latest of equal matches
+    index = LookupIndex([1, 2, 3, 9, 2, 3])
+    index.extend([9])
+    assert index.propose(3) == [2, 3, 9]
+    assert LookupIndex([5, 6, 7]).propose(4) == []  # nothing repeats: no draft
+    assert LookupIndex([5, 5]).propose(3) == [5]  # the suffix never matches itself
+
+
+# -- planning: adaptive, capped ---------------------------------------------------------------------
+def test_a_session_whose_drafts_fail_stops_drafting_and_one_whose_drafts_hold_drafts_more():
+    failing, holding = DraftState(LookupIndex()), DraftState(LookupIndex())
+    for _ in range(10):
+        failing.verdict(2, 0)
+        holding.verdict(4, 4)
+    assert failing.accept < 0.2 < 0.9 < holding.accept
+    candidates = [(failing.accept ** j, 0) for j in (1, 2)] + [(holding.accept ** j, 1) for j in range(1, 9)]
+    taken = Speculator._allot(candidates, 2, 2, ratio=0.25, room=32, limit=None)
+    assert taken[0] == 0 and taken[1] >= 4
+    # the failing session drafts nothing, so the other's drafts may slow the round only so much
+    limit = (1 + 0.25 * 2) * 1.25
+    capped = Speculator._allot(candidates, 2, 2, ratio=0.25, room=32, limit=limit)
+    assert 0 < capped[1] < taken[1] and 1 + 0.25 * (2 + capped[1]) <= limit
+    assert sum(Speculator._allot(candidates, 2, 2, ratio=0.25, room=3, limit=None)) == 3
+
+
+def test_a_failed_session_probes_again_later():
+    state = DraftState(LookupIndex())
+    for _ in range(20):
+        state.verdict(1, 0)
+    low = state.accept
+    for _ in range(100):
+        state.idle()
+    assert state.accept > low
+
+
+# -- the engine: same tokens, fewer forwards ------------------------------------------------------
+@pytest.mark.parametrize("kind", ["llama", "qwen3"])
+def test_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_models, kind):
+    on = make_engine(tiny_models[kind], "llamacpp")
+    off = make_engine(tiny_models[kind], "llamacpp", speculative=False)
+    prompt = echo_prompt(off, list(range(100, 116)))
+    with on.open_session() as a, off.open_session() as b:
+        last_on = list(a.generate(prompt, greedy(60)))
+        last_off = list(b.generate(prompt, greedy(60)))
+        assert token_ids(last_on) == token_ids(last_off)
+        assert a.state_nbytes == b.state_nbytes  # the rejected drafts' cells are gone
+    assert last_on[-1].stats.drafted_tokens > 0
+    assert last_off[-1].stats.drafted_tokens == 0
+
+
+def test_the_bundled_model_repeats_code_the_same_with_drafts_in_fewer_forwards(make_engine):
+    on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
+    off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)
+    with on.open_session() as a, off.open_session() as b:
+        calls = on._worker.together.calls
+        with_drafts = list(a.chat(EDIT, greedy(120)))
+        forwards = on._worker.together.calls - calls
+        without = list(b.chat(EDIT, greedy(120)))
+    assert token_ids(with_drafts) == token_ids(without)
+    assert "".join(c.text for c in with_drafts) == "".join(c.text for c in without)
+    accepted = with_drafts[-1].stats.accepted_tokens
+    assert accepted >= 15  # the code is copied from the prompt: drafts hold
+    assert forwards == 120 - accepted  # one prompt call, then one call per token not taken from a draft
+
+
+def test_replies_together_with_drafts_are_each_the_one_alone_without(make_engine, tiny_models):
+    on = make_engine(tiny_models["llama"], "llamacpp")
+    off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)
+    prompts = [echo_prompt(off, list(range(100, 116))), list(range(200, 240)), echo_prompt(off, [5, 6, 7, 8])]
+    alone = []
+    for prompt in prompts:
+        with off.open_session() as s:
+            alone.append(token_ids(s.generate(prompt, greedy(40))))
+    sessions = [on.open_session() for _ in prompts]
+    streams = [s.generate(p, greedy(40)) for s, p in zip(sessions, prompts)]
+    together = [token_ids(stream) for stream in streams]
+    assert together == alone
+    assert on.capacity().held_tokens == sum(len(p) + 39 for p in prompts)  # no drafted cell left behind
+
+
+def test_a_request_or_the_engine_setting_turns_drafting_off(make_engine, tiny_models):
+    engine = make_engine(tiny_models["llama"], "llamacpp")
+    with engine.open_session() as s:
+        assert list(s.generate(repeating_prompt(), greedy(30, speculative=False)))[-1].stats.drafted_tokens == 0
+    assert EngineConfig().speculative and SamplingParams().speculative
+    with pytest.raises(Exception, match="speculative must be True or False"):
+        SamplingParams(speculative="no").validate()
+
+
+def test_sampled_replies_keep_the_models_distribution(make_engine):
+    """The token distribution at each position, drafts or not, over many seeds (different seeds on
+    each side, so this tests the distribution, not a shared random stream)."""
+    on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
+    off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)
+    prompt = on.chat_tokens([{"role": "user", "content": "Say it again: the cat sat on the mat, the cat sat on the mat"}])
+    runs = 120
+
+    def sample(engine, seeds) -> tuple[list[list[int]], int, int]:
+        replies, drafted, accepted = [], 0, 0
+        with engine.open_session() as s:
+            for seed in seeds:
+                chunks = list(s.generate(prompt, SamplingParams(temperature=0.8, max_tokens=6, seed=seed,
+                                                                ignore_stop=True)))
+                replies.append(token_ids(chunks))
+                drafted += chunks[-1].stats.drafted_tokens
+                accepted += chunks[-1].stats.accepted_tokens
+        return replies, drafted, accepted
+
+    with_drafts, drafted, accepted = sample(on, range(runs))
+    without, _, _ = sample(off, range(10_000, 10_000 + runs))
+    assert 0 < accepted < drafted  # drafts were both taken and refused
+    rng = np.random.default_rng(0)
+    for position in range(1, 6):  # position 0 comes from the prompt's last row: never a draft
+        a = np.array([r[position] for r in with_drafts])
+        b = np.array([r[position] for r in without])
+        observed = _chi2(a, b)
+        both = np.concatenate([a, b])
+        shuffled = [_chi2(*np.split(rng.permutation(both), 2)) for _ in range(1000)]
+        p = (1 + sum(x >= observed for x in shuffled)) / 1001  # a permutation test of homogeneity
+        assert p > 0.001, f"position {position}: the token distributions differ (p = {p:.4f})"
+
+
+def _chi2(a: np.ndarray, b: np.ndarray) -> float:
+    tokens = np.union1d(a, b)
+    counts = np.array([[np.sum(a == t) for t in tokens], [np.sum(b == t) for t in tokens]], dtype=float)
+    expected = counts.sum(0, keepdims=True) * counts.sum(1, keepdims=True) / counts.sum()
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+def test_a_json_schema_reply_keeps_its_grammar_with_drafts(make_engine):
+    on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
+    off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
+              "required": ["name", "city"], "additionalProperties": False}
+    messages = [{"role": "user", "content": 'Give this as JSON: {"name": "Ada Lovelace", "city": "London"} '
+                                            'and {"name": "Ada Lovelace", "city": "London"}'}]
+    params = SamplingParams(temperature=0, max_tokens=40, constraint=Constraint.json_schema(schema))
+    with on.open_session() as a, off.open_session() as b:
+        with_drafts = list(a.chat(messages, params))
+        without = list(b.chat(messages, params))
+    text = "".join(c.text for c in with_drafts)
+    assert token_ids(with_drafts) == token_ids(without)
+    assert set(json.loads(text)) == {"name", "city"}
+    assert with_drafts[-1].stats.drafted_tokens > 0
+
+
+def test_a_drafted_token_the_grammar_forbids_is_not_checked(make_engine):
+    engine = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
+    guide = engine._guides.start(Constraint.regex(r"ab+c"))
+    ids = [engine.tokenizer(t, add_special_tokens=False).input_ids[0] for t in ("a", "b", "x", "c")]
+    assert guide.allows([ids[0], ids[1], ids[1], ids[2], ids[3]]) == 3  # "x" is refused, and all after it
+    assert guide.allows([ids[0], ids[1], ids[3]]) == 3
+
+
+def test_a_drafting_session_and_an_undrafted_one_share_a_call(make_engine, tiny_models):
+    """One joint call with drafts for one session only: the other gets its own logits row (a bug once
+    handed it a (1, vocab) array and poisoned it)."""
+    on = make_engine(tiny_models["llama"], "llamacpp")
+    off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)
+    echo, plain = echo_prompt(off, list(range(100, 116))), list(range(300, 340))
+    alone = []
+    for prompt in (echo, plain):
+        with off.open_session() as s:
+            alone.append(token_ids(s.generate(prompt, greedy(30))))
+    calls = []
+    real_step = on._worker.backend.step
+    on._worker.backend.step = lambda items, *rows: (calls.append(rows), real_step(items, *rows))[1]
+    drafting, plain_session = on.open_session(), on.open_session()
+    streams = [drafting.generate(echo, greedy(30)), plain_session.generate(plain, greedy(30, speculative=False))]
+    assert [token_ids(s) for s in streams] == alone
+    assert any(rows and sorted(rows[0])[0] == 1 < max(rows[0]) for rows in calls)  # a mixed call happened
