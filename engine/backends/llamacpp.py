@@ -130,6 +130,8 @@ class LlamaCppBackend:
         self._swa = 0
         self._seqs: dict[int, Seq] = {}
         self._free: list[int] = []
+        self._compacted_at = -1
+        """held_tokens() at the last compact(); another compaction before anything moved is useless."""
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, path: Path, config: dict) -> None:
@@ -261,6 +263,17 @@ class LlamaCppBackend:
         if seq is not None:
             return seq.n_past
         return sum(s.n_past for s in self._seqs.values())
+
+    def compact(self) -> bool:
+        """Move the pool's held cells together (llama.cpp's defragmentation), so a restored state,
+        which needs its cells in one run, fits where the free ones were scattered. False when
+        there was nothing to compact (a second call in a row)."""
+        if self._compacted_at == self.held_tokens():
+            return False
+        lc.llama_kv_self_defrag(self.ctx)
+        lc.llama_kv_self_update(self.ctx)
+        self._compacted_at = self.held_tokens()
+        return True
 
     def state_nbytes(self, seq: Seq) -> int:
         return seq.n_past * self.pool.bytes_per_token
