@@ -82,7 +82,13 @@ class Room:
                 "retry when a reply ends, or send a shorter prompt"
             )
         if slot.parked is not None:
-            self.restore(slot)
+            try:
+                self.restore(slot)
+            except Exception:  # no run of cells for it, or its file is unreadable: read the prompt again
+                log.warning("session %s's parked state could not come back; its prompt is read again",
+                            job.session.id, exc_info=True)
+                self.discard(slot)
+                slot.fed = []
         job.admitted = slot.used = self.tick()
 
     def make_room(self, need: int, spare: Optional["Slot"] = None) -> None:

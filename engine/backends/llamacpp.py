@@ -23,6 +23,7 @@ import ctypes
 import logging
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Optional
@@ -33,6 +34,7 @@ import llama_cpp as lc
 
 from .. import capacity
 from ..errors import CapacityError, ModelLoadError, StateFileError
+from ..thread_policy import ThreadPolicy
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
@@ -118,6 +120,8 @@ class LlamaCppBackend:
         self.quantized = ""
         self.config = config
         self.threads = thread_count()
+        self.thread_policy = ThreadPolicy(self.threads)
+        """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/thread_policy.py)."""
         self.weights_nbytes = 0
         self.pool: Optional[Pool] = None
         self.model = None
@@ -305,7 +309,10 @@ class LlamaCppBackend:
             last.append(i - 1)
         b.n_tokens = n
         try:
+            began = time.perf_counter()
             rc = lc.llama_decode(self.ctx, b)
+            if rc == 0 and n == len(items):  # decode only: the calls the thread policy compares
+                self._tune(time.perf_counter() - began, n)
             if rc != 0:
                 raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
             out = [np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
@@ -317,6 +324,12 @@ class LlamaCppBackend:
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out
+
+    def _tune(self, seconds: float, tokens: int) -> None:
+        threads = self.thread_policy.record(seconds, tokens)
+        if threads is not None:
+            log.info("llama.cpp decode threads: %d (a decode call took %.1f ms)", threads, seconds * 1e3)
+            lc.llama_set_n_threads(self.ctx, threads, threads)
 
     def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:
         """Append `token_ids` (split into batch-sized pieces); logits of the last position."""
