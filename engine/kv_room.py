@@ -70,16 +70,18 @@ class Room:
         resident = len(slot.fed) if slot.parked is None else 0
         peak = len(slot.fed) if slot.parked is not None else 0  # restored whole, then trimmed
         need = max(peak, prompt) - resident + 1  # + 1: room for its first token
-        self.make_room(need, spare=slot)
-        if self.free() < need:
+        # Prompts that running turns are still reading are held as surely as what they hold already.
+        reading = sum(len(s.job.pending) for s in self.worker.slots.values() if s.job is not None and s is not slot)
+        self.make_room(need + reading, spare=slot)
+        if self.free() - reading < need:
             pool = self.worker.pool
             running = [s for s in self.worker.slots.values() if s.job is not None and s.parked is None]
-            held = sum(len(s.fed) for s in running)
+            held = sum(len(s.fed) for s in running) + reading
             raise CapacityError(
                 f"session {job.session.id}'s prompt needs {need} free tokens of the K/V pool (prompt {prompt}, "
                 f"{resident} already held), but the pool holds {pool.tokens} tokens ({pool.budget / 2**20:.0f} MiB) "
-                f"and {len(running)} running turns hold {held} of them (idle sessions were parked first): "
-                "retry when a reply ends, or send a shorter prompt"
+                f"and running turns ({len(running)}) hold or are reading {held} of them (idle sessions were "
+                "parked first): retry when a reply ends, or send a shorter prompt"
             )
         if slot.parked is not None:
             try:

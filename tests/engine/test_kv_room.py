@@ -107,7 +107,7 @@ def test_a_prompt_that_cannot_fit_beside_running_turns_is_refused_with_the_numbe
     for stream in running:
         next(stream)  # both have read their 100-token prompts: 200 of 256 cells are held by running turns
     with pytest.raises(CapacityError, match=r"prompt needs 101 free tokens of the K/V pool \(prompt 100, 0 already "
-                                            r"held\), but the pool holds 256 tokens .* 2 running turns hold"):
+                                            r"held\), but the pool holds 256 tokens .* running turns \(2\) hold"):
         token_ids(c.generate(list(range(10, 110)), greedy(5)))
     assert [len(token_ids(s)) for s in running] == [26, 26]  # the admitted turns finish, untouched
     assert len(token_ids(c.generate(list(range(10, 110)), greedy(5)))) == 5  # c was not poisoned

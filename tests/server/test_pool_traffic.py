@@ -82,29 +82,28 @@ def test_idle_named_sessions_park_for_new_requests_and_continue_as_before(serve,
 
 
 def test_a_streamed_request_that_cannot_fit_is_refused_with_429_before_its_200(serve, tiny_gguf):
-    engine = Engine.load(str(tiny_gguf), EngineConfig(backend="llamacpp", max_context=1024,
+    engine = Engine.load(str(tiny_gguf), EngineConfig(backend="llamacpp", max_context=2048,
                                                       memory_budget=2100 * PER_TOKEN))
     try:
         assert engine.capacity().pool_tokens == 2048
         server = serve(engine)
-        long = " ".join(f"word{i}" for i in range(210))  # about 700 tokens
+        running_text, refused_text = "hello " * 1100, "world " * 1000
+        sizes = [len(engine.chat_tokens([{"role": "user", "content": t}])) for t in (running_text, refused_text)]
+        assert sum(sizes) > 2048 and sizes[0] < 1200  # both cannot be held; the first runs ~900 tokens
         body = {"model": engine.source, "stream": True, "ignore_eos": True, "temperature": 0}
         with httpx.Client(base_url=server.url, timeout=120) as http:
-            running = [http.stream("POST", "/chat/completions", json={
-                **body, "messages": [{"role": "user", "content": f"{i} {long}"}]}) for i in range(2)]
-            responses = [r.__enter__() for r in running]
-            for r in responses:  # both read their prompts and generate, to the context's end (~300 tokens)
-                assert r.status_code == 200
-                next(r.iter_lines())
-            refused = http.post("/chat/completions", json={**body, "messages": [{"role": "user",
-                                                                                 "content": f"2 {long}"}]})
-            for r in running:
-                r.__exit__(None, None, None)
+            with http.stream("POST", "/chat/completions",
+                             json={**body, "messages": [{"role": "user", "content": running_text}]}) as running:
+                assert running.status_code == 200
+                next(running.iter_lines())  # it has read its prompt and generates, to the context's end
+                refused = http.post("/chat/completions",
+                                    json={**body, "messages": [{"role": "user", "content": refused_text}]})
         assert refused.status_code == 429
         assert refused.headers["retry-after"] == "1"
-        assert refused.headers["content-type"].startswith("application/json")
+        assert refused.headers["content-type"].startswith("application/json")  # not an event stream
         error = refused.json()["error"]
         assert error["code"] == "capacity_exceeded"
-        assert "free tokens of the K/V pool" in error["message"] and "2 running turns hold" in error["message"]
+        assert f"prompt needs {sizes[1] + 1} free tokens of the K/V pool" in error["message"]
+        assert "running turns (1) hold" in error["message"]
     finally:
         engine.close()
