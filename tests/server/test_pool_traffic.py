@@ -5,6 +5,8 @@ refused with 429 and Retry-After (the numbers in the message), a streamed one be
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -91,13 +93,22 @@ def test_a_streamed_request_that_cannot_fit_is_refused_with_429_before_its_200(s
         sizes = [len(engine.chat_tokens([{"role": "user", "content": t}])) for t in (running_text, refused_text)]
         assert sum(sizes) > 2048 and sizes[0] < 1200  # both cannot be held; the first runs ~900 tokens
         body = {"model": engine.source, "stream": True, "ignore_eos": True, "temperature": 0}
-        with httpx.Client(base_url=server.url, timeout=120) as http:
+        with httpx.Client(base_url=server.url, timeout=120) as http, ThreadPoolExecutor(1) as background:
             with http.stream("POST", "/chat/completions",
                              json={**body, "messages": [{"role": "user", "content": running_text}]}) as running:
                 assert running.status_code == 200
-                next(running.iter_lines())  # it has read its prompt and generates, to the context's end
-                refused = http.post("/chat/completions",
-                                    json={**body, "messages": [{"role": "user", "content": refused_text}]})
+                next(running.iter_lines())  # admitted: it reads its prompt and generates to the context's end
+                # The tiny model could finish before the next request is read: hold the engine thread
+                # between two steps until that request waits for it, so the running turn is surely running.
+                gate = threading.Event()
+                engine._post(lambda worker: gate.wait(60))
+                later = background.submit(http.post, "/chat/completions",
+                                          json={**body, "messages": [{"role": "user", "content": refused_text}]})
+                deadline = time.monotonic() + 60
+                while engine._runner._requests.empty() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                gate.set()
+                refused = later.result()
         assert refused.status_code == 429
         assert refused.headers["retry-after"] == "1"
         assert refused.headers["content-type"].startswith("application/json")  # not an event stream
