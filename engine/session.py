@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 import weakref
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Protocol, Sequence
 
@@ -64,10 +65,12 @@ class Stream:
         out: "queue.Queue[Chunk | Failed]",
         cancel: threading.Event,
         alive: Optional[Callable[[], bool]] = None,
+        started: Optional[Future] = None,
     ) -> None:
         self._out = out
         self._cancel = cancel
         self._alive = alive
+        self._started = started
         self._done = False
 
     def __iter__(self) -> Iterator[Chunk]:
@@ -96,6 +99,16 @@ class Stream:
                         return self._out.get_nowait()
                     except queue.Empty:
                         return Failed(EngineError("the engine stopped before this reply finished"))
+
+    def admitted(self, timeout: Optional[float] = None) -> None:
+        """Wait until the engine has admitted this turn; raise its CapacityError if it was refused.
+
+        Refusals come before any compute, so a server can answer them (429) before it commits to a
+        reply (a streamed 200). Never call it on a GUI thread: it waits for the engine thread."""
+        refusal = self._started.result(timeout) if self._started is not None else None
+        if refusal is not None:
+            self._done = True
+            raise refusal
 
     def text(self) -> str:
         """Consume the rest of the reply and return its text (the answer, without reasoning)."""
@@ -221,12 +234,12 @@ class Session(SessionHandle):
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
-            self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text, requested,
-                                                         guide, splitter))
+            started = self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text,
+                                                                   requested, guide, splitter))
         except BaseException:
             self._mark_idle()
             raise
-        return Stream(out, cancel, self._engine._thread.is_alive)
+        return Stream(out, cancel, self._engine._thread.is_alive, started)
 
     def _check_usable(self) -> None:
         if self._closed:

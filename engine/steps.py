@@ -26,6 +26,11 @@ class Slot:
     state: Any = None
     fed: list[int] = field(default_factory=list)
     job: Optional["Job"] = None
+    parked: Any = None
+    """Path of the file its state waits in while parked out of a shared K/V pool (engine/kv_room.py);
+    None while resident (or stateless)."""
+    used: int = 0
+    """When it last started or stepped a turn (kv_room's clock): least recently used idle slots park first."""
 
 
 @dataclass
@@ -55,6 +60,8 @@ class Job:
     """Splits decoded text into reasoning and answer (engine/reasoning.py); None: all answer."""
     drafter: Any = None
     """Its drafting state (engine.speculative.DraftState) once it has decoded in a joint round."""
+    admitted: int = 0
+    """Order of admission into a shared K/V pool (kv_room): the youngest turn pauses first."""
 
     def chunk(self, text: str, token_ids: tuple, *end: Any, final: bool = False, logprobs: tuple = ()) -> Chunk:
         """A chunk of `text` with its reasoning apart; `final` also takes what the splitter held."""
@@ -74,6 +81,7 @@ class RoundOwner(Protocol):
     backend: Any
     config: Any
     pool: Any
+    room: Any
     slots: dict[int, Slot]
     scheduler: Any
     batching: bool

@@ -1,5 +1,4 @@
-"""Rounds for a backend that decodes any mix of sessions in one call (llama.cpp's `step`), and the
-admission of a turn into a shared K/V pool.
+"""Rounds for a backend that decodes any mix of sessions in one call (llama.cpp's `step`).
 
 Each round is one call: every decoding session's next token plus a chunk of pending prompt, the
 chunks sharing `prefill_chunk` tokens in arrival order, as llama.cpp's server fills its batch. So a
@@ -8,6 +7,8 @@ and each prefill chunk still reports progress (`Chunk.prefill`) and cancel is se
 If the joint call fails, each session steps alone, so a fault poisons only its own session.
 
 Decoding sessions may also carry drafted tokens, checked in the same call (engine/speculative.py).
+
+A round on a shared K/V pool steps only what fits it (`engine.kv_room.Room.fit`; admission is there too).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .errors import CapacityError
 from .sampling import steps_alone
 from .speculative import Speculator, drafted
 
@@ -24,32 +24,6 @@ if TYPE_CHECKING:
     from .steps import Job, RoundOwner, Slot
 
 log = logging.getLogger(__name__)
-
-
-def turn_tokens(worker: "RoundOwner", job: "Job") -> int:
-    """Tokens a turn may hold at most: its prompt and every token it may generate, within max_context."""
-    return min(len(job.prompt) + job.params.max_tokens, worker.config.max_context)
-
-
-def admit_turn(worker: "RoundOwner", slot: "Slot", job: "Job") -> None:
-    """CapacityError, with the numbers, when this turn could overflow the pool that all sessions share.
-
-    Every other session counts what it holds, or what its running turn may reach: a turn admitted
-    here can always finish, and no session ever loses cells to another."""
-    pool = worker.pool
-    others = 0
-    for other in worker.slots.values():
-        if other is not slot:
-            running = turn_tokens(worker, other.job) if other.job is not None else 0
-            others += max(len(other.fed), running)
-    need = turn_tokens(worker, job)
-    if others + need > pool.tokens:
-        raise CapacityError(
-            f"session {job.session.id}'s turn may hold {need} tokens (prompt {len(job.prompt)} + up to "
-            f"{job.params.max_tokens} new), but the K/V pool holds {pool.tokens} tokens "
-            f"({pool.budget / 2**20:.0f} MiB) and other sessions hold or have reserved {others}: "
-            "close or suspend a session, or ask for fewer tokens"
-        )
 
 
 class Together:
@@ -78,6 +52,8 @@ class Together:
         decoding = [item for item in items if not item[0].pending]
         prompt_rows = sum(len(feed) for job, _, feed in items if job.pending)
         self.speculator.plan(decoding, alone, prompt_rows, budget)
+        if w.room is not None:  # a shared K/V pool: the turns that fit it now (drafts counted), oldest first
+            items, alone = w.room.fit(items, alone)
         # Drafts last in the batch: their rejected cells then free above every other row's, so a
         # later token (a seeded reply's above all) never lands below its own sequence's earlier cells,
         # which would change the order flash attention sums them in, and with it the logits.

@@ -19,7 +19,8 @@ from .sampling import make_sampler, steps_alone
 from .scheduler import RoundRobin
 from .handle import Failed
 from .steps import Job, Slot
-from .together import Together, admit_turn
+from .kv_room import Room
+from .together import Together
 from .types import Chunk, GenerationStats
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class Worker:
         # Backends that decode any mix of sessions and prompt chunks in one call (llama.cpp) step a
         # whole round at once; the others step prefill alone and decode through `self.batch`.
         self.together = Together(self) if hasattr(backend, "step") else None
+        self.room = Room(self) if self.pool is not None else None
+        """Admission into the shared pool, and parking of idle or younger turns when it is full."""
         self.backend_reason = ""
         self.vocab_size = 0
         self.load_seconds = 0.0
@@ -101,10 +104,13 @@ class Worker:
     def save_state(self, session: "Session", path: Path) -> None:
         slot = self._slot(session)
         self._release(slot)
-        if slot.state is None:
-            slot.state = self.backend.new_state()
         meta = state_file.metadata(self.backend.name, self.model.fingerprint, self.codec.template_fingerprint,
                                    session._tokens, len(slot.fed), session._chat_key[0])
+        if slot.parked is not None:  # parked out of the pool: written from its file, left parked
+            self.room.save_parked(slot, path, meta)
+            return
+        if slot.state is None:
+            slot.state = self.backend.new_state()
         state_file.write(self.backend, slot.state, path, meta)
 
     def drop_state(self, slot: Slot) -> None:
@@ -112,11 +118,13 @@ class Worker:
         sequences) frees it there too."""
         if slot.state is not None and (free := getattr(self.backend, "free_state", None)) is not None:
             free(slot.state)
+        if self.room is not None:
+            self.room.discard(slot)
         slot.state, slot.fed = None, []
 
     def held_tokens(self) -> int:
-        """Tokens every open session holds in its state now."""
-        return sum(len(slot.fed) for slot in list(self.slots.values()))
+        """Tokens every open session holds in its state now (a parked one holds none of the pool)."""
+        return sum(len(slot.fed) for slot in list(self.slots.values()) if slot.parked is None)
 
     def _release(self, slot: Optional[Slot]) -> None:
         """Give `slot` its own state back if the batch holds it (the batch re-merges next round)."""
@@ -141,12 +149,16 @@ class Worker:
     def _read_state(self, path: Path):
         """Check everything the metadata says (format, backend, model, size) before reading tensors."""
         tokens, fed, chat_text = state_file.check(path, self.backend.name, self.model, self.config.max_context)
+        if self.room is not None:  # a shared pool: idle sessions park to make room for it
+            self.room.make_room(fed)
         state, _ = self.backend.load_state(path)
         return state, tokens, fed, (chat_text, tuple(tokens) if chat_text else ())
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float,
-                  guide=None, splitter=None) -> None:
+                  guide=None, splitter=None) -> Optional[CapacityError]:
+        """Start a reply; the refusal when the engine cannot admit it (also put on its stream),
+        which `Stream.admitted` raises."""
         job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide,
                   splitter=splitter)
         try:
@@ -155,6 +167,7 @@ class Worker:
             job.ended = True
             session._mark_idle()
             out.put(Failed(e))
+            return e
         except Exception as e:  # nobody waits on this request: the error must reach the stream
             log.exception("could not start a reply on session %s", session.id)
             self._poison(self.slots.get(session.id) or Slot(), job, e)
@@ -166,8 +179,9 @@ class Worker:
         if slot is None:  # closed between the caller's check and now
             self._deliver_end(job, None, "cancelled")
             return
-        if self.pool is not None:
-            admit_turn(self, slot, job)
+        if self.room is not None:
+            keep = min(_common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed))
+            self.room.admit(slot, job, keep)
         job.sampler = make_sampler(job.params)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
@@ -383,6 +397,8 @@ class Worker:
             slot.job, slot.state = None, None
         self.slots.clear()
         self.backend.close()
+        if self.room is not None:
+            self.room.close()
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

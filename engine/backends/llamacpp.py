@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Optional
@@ -35,6 +36,7 @@ import llama_cpp as lc
 from .. import capacity, kernel_check
 from ..cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError, StateFileError
+from ..thread_policy import ThreadPolicy
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
@@ -120,6 +122,8 @@ class LlamaCppBackend:
         self.quantized = ""
         self.config = config
         self.threads = thread_count()
+        self.thread_policy = ThreadPolicy(self.threads)
+        """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/thread_policy.py)."""
         self.weights_nbytes = 0
         self.pool: Optional[Pool] = None
         self.model = None
@@ -139,6 +143,8 @@ class LlamaCppBackend:
         self.kernel_path: Optional[kernel_check.KernelPath] = None  # kernel_check.py's policy, set by load
         self.kernel_check: Optional[kernel_check.KernelCheck] = None  # what the probe found (warm_up)
         self.n_ubatch = 0
+        self._compacted_at = -1
+        """held_tokens() at the last compact(); another compaction before anything moved is useless."""
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, path: Path, config: dict, plain_why: str = "") -> None:
@@ -283,6 +289,17 @@ class LlamaCppBackend:
             return seq.n_past
         return sum(s.n_past for s in self._seqs.values())
 
+    def compact(self) -> bool:
+        """Move the pool's held cells together (llama.cpp's defragmentation), so a restored state,
+        which needs its cells in one run, fits where the free ones were scattered. False when
+        there was nothing to compact (a second call in a row)."""
+        if self._compacted_at == self.held_tokens():
+            return False
+        lc.llama_kv_self_defrag(self.ctx)
+        lc.llama_kv_self_update(self.ctx)
+        self._compacted_at = self.held_tokens()
+        return True
+
     def state_nbytes(self, seq: Seq) -> int:
         return seq.n_past * self.pool.bytes_per_token
 
@@ -316,7 +333,10 @@ class LlamaCppBackend:
             last.append(range(i - want, i))
         b.n_tokens = n
         try:
+            began = time.perf_counter()
             rc = lc.llama_decode(self.ctx, b)
+            if rc == 0 and n == len(items):  # decode only: the calls the thread policy compares
+                self._tune(time.perf_counter() - began, n)
             if rc != 0:
                 raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
             out = [np.stack([self._logits(row) for row in span]) if rows is not None else self._logits(span[0])
@@ -331,6 +351,12 @@ class LlamaCppBackend:
 
     def _logits(self, row: int) -> np.ndarray:
         return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
+
+    def _tune(self, seconds: float, tokens: int) -> None:
+        threads = self.thread_policy.record(seconds, tokens)
+        if threads is not None:
+            log.info("llama.cpp decode threads: %d (a decode call took %.1f ms)", threads, seconds * 1e3)
+            lc.llama_set_n_threads(self.ctx, threads, threads)
 
     def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:
         """Append `token_ids` (split into batch-sized pieces); logits of the last position."""

@@ -188,11 +188,14 @@ class Reply:
 
 def start(pool: SessionPool, session_id: Optional[str], owner: Optional[str], prompt: list[int],
           begin) -> tuple[Lease, Stream]:
-    """Lease a session for `prompt` and start `begin(session) -> Stream` on it (runs on a worker thread:
-    opening a session and waiting out a cancelled reply may block for a token)."""
+    """Lease a session for `prompt` and start `begin(session) -> Stream` on it, returning once the
+    engine admitted the turn (runs on a worker thread: opening a session and waiting out a cancelled
+    reply may block for a token). The engine's refusal (CapacityError) is raised here."""
     lease = pool.acquire(session_id, prompt, owner)
     try:
-        return lease, begin(lease.session)
+        stream = begin(lease.session)
+        stream.admitted()  # a turn the shared K/V pool cannot hold is refused (429) before any 200
+        return lease, stream
     except BaseException:
         pool.release(lease, discard=not lease.session.tokens)  # a refused first request leaves nothing
         raise

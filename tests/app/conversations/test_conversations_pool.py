@@ -1,7 +1,6 @@
-"""On a backend whose sessions share one K/V pool of tokens (llama.cpp), a turn refused because the
-pool is full suspends least recently used idle conversations to disk and runs; a suspended
-conversation comes back from its saved state with the tokens it would have had; only when nothing
-idle is left does the refusal reach the user."""
+"""On a backend whose sessions share one K/V pool of tokens (llama.cpp), a turn that does not fit
+beside idle conversations runs (the engine parks them to disk); a parked conversation comes back
+with the tokens it would have had; a turn beside running ones waits for room and completes."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import pytest
 
 from app.conversations import ConversationManager
 from engine import SamplingParams
-from engine.errors import CapacityError
 from tests.app.engine_fixtures import make_engine, reply_ids  # noqa: F401 (fixture)
 from tests.app.conversations.test_conversations_llamacpp import store, tiny_models  # noqa: F401 (fixtures)
 
@@ -17,7 +15,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the 
 
 PER_TOKEN = 2 * 2 * (16 + 16) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
 LONG = SamplingParams(temperature=0, max_tokens=60, ignore_stop=True)
-"""Each turn reserves its prompt + 60 tokens: two such conversations fill most of a 256-token pool."""
+"""Each turn holds its prompt + 60 tokens: three such conversations do not fit a 256-token pool."""
 
 
 def _small_pool(make_engine, tiny_models):
@@ -27,25 +25,19 @@ def _small_pool(make_engine, tiny_models):
     return engine
 
 
-def test_a_turn_refused_for_a_full_pool_suspends_idle_conversations_and_runs(make_engine, tiny_models, store):
+def test_a_turn_beside_idle_conversations_parks_them_and_runs(make_engine, tiny_models, store):
     engine = _small_pool(make_engine, tiny_models)
     manager = ConversationManager(engine, store)
     a, b, c = (store.create_conversation(t) for t in "abc")
     first = {x.id: reply_ids(manager.reply(x.id, f"{x.title} says hi", LONG))[0] for x in (a, b)}
-    with engine.open_session() as probe:  # c's turn alone would fit; beside a and b it cannot
-        with pytest.raises(CapacityError, match="K/V pool"):
-            reply_ids(probe.chat([{"role": "user", "content": "c says hi"}], LONG))
-
-    got, _ = reply_ids(manager.reply(c.id, "c says hi", LONG))
+    got, _ = reply_ids(manager.reply(c.id, "c says hi", LONG))  # beside a and b it does not fit: a parks
     assert len(got) == 60
-    assert manager.suspends >= 1 and a.id not in manager.live_conversations()  # a was the least recent
-    assert store.states.get(a.id, engine.model_fingerprint, engine.template_fingerprint) is not None
+    assert engine._worker.room.parks >= 1
     assert [m.status for m in store.messages(c.id)] == ["complete", "complete"]
 
-    # a's next turn restores its saved state (making room again) and says what it would have said.
+    # a's next turn brings its parked state back (making room again) and says what it would have said.
     second, last = reply_ids(manager.reply(a.id, "a again", SamplingParams(temperature=0, max_tokens=8,
                                                                             ignore_stop=True)))
-    assert manager.restores == 1
     assert last.stats.prefilled_tokens < last.stats.prompt_tokens  # restored, not re-prefilled
     assert [m.status for m in store.messages(a.id)] == ["complete"] * 4
     manager.close()
@@ -59,25 +51,21 @@ def test_a_turn_refused_for_a_full_pool_suspends_idle_conversations_and_runs(mak
         assert reply_ids(s.chat(messages, SamplingParams(temperature=0, max_tokens=8, ignore_stop=True)))[0] == second
 
 
-def test_the_refusal_reaches_the_user_when_no_idle_conversation_is_left(make_engine, tiny_models, store):
+def test_a_turn_beside_running_ones_waits_for_room_and_completes(make_engine, tiny_models, store):
     engine = _small_pool(make_engine, tiny_models)
     manager = ConversationManager(engine, store)
     a, b, c = (store.create_conversation(t) for t in "abc")
     long = SamplingParams(temperature=0, max_tokens=120, ignore_stop=True)
     busy = [manager.reply(x.id, f"{x.title} says hi", long) for x in (a, b)]
     for stream in busy:
-        next(stream)  # a and b are generating; each has reserved a whole context, the pool is full
-    with pytest.raises(CapacityError, match="K/V pool"):
-        reply_ids(manager.reply(c.id, "c says hi", LONG))
-    assert manager.live_conversations()[:2] == [a.id, b.id] and manager.suspends == 0  # never a generating one
-    assert [m.status for m in store.messages(c.id)] == ["complete", "error"]  # the user sees why
+        next(stream)  # a and b are generating; together they will fill the pool to the context's end
+    got, _ = reply_ids(manager.reply(c.id, "c says hi", LONG))  # admitted; paused while the older ones grow
+    assert len(got) == 60 and [m.status for m in store.messages(c.id)] == ["complete", "complete"]
     for stream, x in zip(busy, (a, b)):
         rest, last = reply_ids(stream)  # their replies go on untouched, up to the context's end
         assert last.finish_reason == "length" and store.messages(x.id)[-1].status == "complete"
         assert len(store.messages(x.id)[-1].token_ids) == 128 - last.stats.prompt_tokens
-    # Once they are idle, they can make room: c's turn now runs, in the session that was refused.
-    assert len(reply_ids(manager.reply(c.id, "c says hi", LONG))[0]) == 60
-    assert manager.suspends >= 1 and c.id in manager.live_conversations()
+    assert manager.suspends == 0  # the engine made room; nothing was refused to the user
     manager.close()
 
 

@@ -1,0 +1,82 @@
+"""How many threads llama.cpp decodes with, chosen by what the machine gives now.
+
+Why: ggml's threads meet at a barrier after every operation, so one thread that loses its core to
+another program stalls all of them: beside one busy core the bundled model kept 0.42× of its quiet
+decode speed on two threads, and two engine processes (the app and `engine serve`) kept 0.07× each,
+where one thread each would have kept about half. A fixed count cannot be right on both a quiet and
+a busy machine, so this watches the time of each decode call and:
+
+- drops a thread when the time per call jumps (median of the last few calls over `jump` × the
+  median measured when that count was chosen) — a neighbour took a core;
+- probes one thread more after `probe_s` seconds, keeps it if calls got faster (by `gain`), and
+  otherwise goes back and waits twice as long before the next probe (up to `max_probe_s`).
+
+On a quiet machine the time never jumps, so the count stays at the maximum. Only calls of the same
+shape (tokens per call) are compared: a batch of 8 is slower than a batch of 1 for no one's fault.
+The clock is injected, so the logic is tested without timing anything.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Optional
+
+WINDOW = 6
+"""Calls measured before a count's speed is known (median, robust to one slow call)."""
+
+
+class ThreadPolicy:
+    """Decides the decode thread count from the time of each decode call."""
+
+    def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.6,
+                 gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0) -> None:
+        self.max_threads = max(1, max_threads)
+        self.threads = self.max_threads
+        self.clock = clock
+        self.jump, self.gain = jump, gain
+        self.probe_s, self._wait_s, self.max_probe_s = probe_s, probe_s, max_probe_s
+        self._shape: Optional[int] = None
+        self._recent: list[float] = []
+        self._settled: Optional[float] = None  # median time per call at this count, once known
+        self._changed_at = clock()
+        self._probing_from: Optional[tuple[int, float]] = None  # (count, its median) while a probe runs
+
+    def record(self, seconds: float, tokens: int) -> Optional[int]:
+        """One decode call took `seconds` for `tokens` tokens; the new thread count if it changes."""
+        if tokens != self._shape:  # another batch shape: its times are not comparable
+            self._shape, self._recent, self._settled = tokens, [], None
+            self._probing_from = None
+            return None
+        self._recent = (self._recent + [seconds])[-WINDOW:]
+        if len(self._recent) < WINDOW:
+            return None
+        now = statistics.median(self._recent)
+        if self._probing_from is not None:
+            return self._end_probe(now)
+        if self._settled is None:
+            self._settled = now
+            return None
+        if self.threads > 1 and now > self.jump * self._settled:
+            return self._set(self.threads - 1)
+        if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
+            self._probing_from = (self.threads, now)
+            return self._set(self.threads + 1, probing=True)
+        return None
+
+    def _end_probe(self, now: float) -> Optional[int]:
+        count, before = self._probing_from
+        self._probing_from = None
+        if now <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
+            self._wait_s = self.probe_s
+            self._settled = now
+            return None
+        self._wait_s = min(2 * self._wait_s, self.max_probe_s)
+        return self._set(count)
+
+    def _set(self, threads: int, probing: bool = False) -> int:
+        self.threads = threads
+        self._recent, self._changed_at = [], self.clock()
+        if not probing:
+            self._settled = None
+        return threads

@@ -1,0 +1,115 @@
+"""A shared K/V pool (llama.cpp) under more traffic than it holds: turns are admitted by what they
+hold, not their worst case; idle sessions park to disk and come back on their next turn; younger
+turns pause or are preempted while older ones grow; every admitted turn finishes with the tokens it
+would have had alone; what cannot fit is refused before any compute, with the numbers."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine import SamplingParams
+from engine.errors import CapacityError
+from tests.engine.helpers import token_ids
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
+
+PER_TOKEN = 2 * 2 * (16 + 16) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
+
+
+def greedy(n: int) -> SamplingParams:
+    return SamplingParams(temperature=0, max_tokens=n, ignore_stop=True)
+
+
+@pytest.fixture
+def small_pool(make_engine, tiny_models):
+    """A pool of 256 tokens (300 tokens' budget, sized in steps of 256), each context up to 128."""
+    engine = make_engine(tiny_models["llama"], "llamacpp", max_context=128, memory_budget=300 * PER_TOKEN)
+    assert engine.capacity().pool_tokens == 256
+    return engine
+
+
+@pytest.fixture
+def roomy(make_engine, tiny_models):
+    """The same model where nothing ever has to move: the reference tokens."""
+    return make_engine(tiny_models["llama"], "llamacpp", max_context=128)
+
+
+def solo(engine, prompt: list[int], n: int) -> list[int]:
+    with engine.open_session() as s:
+        return token_ids(s.generate(prompt, greedy(n)))
+
+
+def test_turns_without_a_token_limit_are_admitted_by_what_they_hold(small_pool):
+    """Eight turns that may each reach the whole context (no token limit: 128 - 4 new tokens) all run
+    at once in a pool of two contexts, and each finishes: none is refused or fails.
+
+    (Their tokens are not compared with solo runs: a turn that grows into cells another freed is
+    attended in another cell order, which moves float sums by rounding.)"""
+    sessions = [small_pool.open_session() for _ in range(8)]
+    streams = [s.generate([5 + i, 6, 7, 8], greedy(1000)) for i, s in enumerate(sessions)]  # the context ends them
+    got: dict[int, list] = {}
+    threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, list(streams[i]))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [sum(len(c.token_ids) for c in got[i]) for i in range(8)] == [124] * 8
+    assert [got[i][-1].finish_reason for i in range(8)] == ["length"] * 8
+    room = small_pool._worker.room
+    assert room.preempts > 0 and room.restores > 0  # 8 × 128 tokens in a pool of 256: turns had to move
+    for s in sessions:
+        s.close()
+    assert small_pool.capacity().held_tokens == 0
+
+
+def test_an_idle_session_parks_for_a_new_turn_and_continues_as_if_it_never_left(small_pool, roomy):
+    a, b, c = small_pool.open_session(), small_pool.open_session(), small_pool.open_session()
+    first_a = token_ids(a.generate(list(range(10, 30)), greedy(100)))  # holds 119 tokens
+    token_ids(b.generate(list(range(40, 60)), greedy(100)))
+    assert small_pool.capacity().held_tokens == 2 * 119
+    # c's turn does not fit beside a and b: the least recently used idle session (a) parks for it
+    assert len(token_ids(c.generate(list(range(70, 90)), greedy(100)))) == 100
+    assert small_pool._worker.room.parks >= 1
+    # a's next turn brings its state back (b or c parks now) and reads only what is new
+    more = a.tokens + [31, 32, 33]
+    stream = a.generate(more, greedy(5))
+    chunks = list(stream)
+    assert chunks[-1].stats.prefilled_tokens == 4  # the reply's last token and the 3 new ones
+    with roomy.open_session() as ref:
+        assert token_ids(ref.generate(list(range(10, 30)), greedy(100))) == first_a
+        assert token_ids(ref.generate(more, greedy(5))) == [t for c in chunks for t in c.token_ids]
+    for s in (a, b, c):
+        s.close()
+    assert small_pool.capacity().held_tokens == 0
+
+
+def test_a_parked_session_saves_and_restores(small_pool, roomy, tmp_path):
+    a, b = small_pool.open_session(), small_pool.open_session()
+    token_ids(a.generate(list(range(10, 30)), greedy(100)))
+    token_ids(b.generate(list(range(40, 60)), greedy(100)))
+    with small_pool.open_session() as c:
+        token_ids(c.generate(list(range(70, 90)), greedy(100)))  # parks a
+    assert small_pool._worker.slots[a.id].parked is not None
+    a.save_state(tmp_path / "a.state")
+    a.close()
+    with small_pool.open_session(restore_from=tmp_path / "a.state") as back, roomy.open_session() as ref:
+        token_ids(ref.generate(list(range(10, 30)), greedy(100)))
+        more = back.tokens + [1, 2]
+        assert token_ids(back.generate(more, greedy(6))) == token_ids(ref.generate(more, greedy(6)))
+    b.close()
+
+
+def test_a_prompt_that_cannot_fit_beside_running_turns_is_refused_with_the_numbers(small_pool):
+    a, b, c = small_pool.open_session(), small_pool.open_session(), small_pool.open_session()
+    running = [a.generate(list(range(10, 110)), greedy(27)), b.generate(list(range(10, 110)), greedy(27))]
+    for stream in running:
+        next(stream)  # both have read their 100-token prompts: 200 of 256 cells are held by running turns
+    with pytest.raises(CapacityError, match=r"prompt needs 101 free tokens of the K/V pool \(prompt 100, 0 already "
+                                            r"held\), but the pool holds 256 tokens .* running turns \(2\) hold"):
+        token_ids(c.generate(list(range(10, 110)), greedy(5)))
+    assert [len(token_ids(s)) for s in running] == [26, 26]  # the admitted turns finish, untouched
+    assert len(token_ids(c.generate(list(range(10, 110)), greedy(5)))) == 5  # c was not poisoned
+    for s in (a, b, c):
+        s.close()
