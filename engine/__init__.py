@@ -19,13 +19,13 @@ from .backends.torch_threads import prepare_environment as _prepare_environment
 
 _prepare_environment()  # before anything below can import torch
 
-from .check_cli import check_model
-from .constraint import Constraint
+from .cli.check import check_model
+from .reply.constraint import Constraint
 from .engine import Engine
 from .errors import ContextOverflowError, EngineError
-from .estimate import MemoryEstimate, estimate_memory
+from .models.estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
-from .native import LlamaLibrary, llama_library
+from .backends.native import LlamaLibrary, llama_library
 from .models.hub import Hit as SearchHit
 from .models.hub import Option as ModelOption
 from .models.hub import curated as curated_models
@@ -36,9 +36,9 @@ from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
 from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
 from .session import Session, Stream
-from .toolstream import CallDelta, CallStream
+from .reply.toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
-from . import truncation  # context policies, shared by the server and the app
+from .reply import truncation  # context policies, shared by the server and the app
 
 __all__ = [
     "AnyEngine",

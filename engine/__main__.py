@@ -58,13 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     pull.add_argument("spec", metavar="REPO[:FILE]", help="e.g. Qwen/Qwen2.5-0.5B-Instruct or ORG/NAME-GGUF:FILE.gguf")
     pull.add_argument("--max-context", type=int, default=4096, help="context the memory estimate assumes")
 
-    from .check_cli import add_parser as add_check_parser
+    from .cli.check import add_parser as add_check_parser
 
     add_check_parser(sub)
 
     args = parser.parse_args(argv)
     if args.command == "check":
-        from .check_cli import run_check
+        from .cli.check import run_check
 
         return run_check(args)
     if args.command == "serve":
@@ -72,14 +72,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_serve(args)
     if args.command == "pull":
-        from .pull_cli import run_pull
+        from .cli.pull import run_pull
 
         return run_pull(args)
     if args.command == "chat":
-        from .cli_chat import run_chat
+        from .cli.chat import run_chat
 
         return run_chat(args)
-    from .bench import run_bench
+    from .bench.command import run_bench
 
     return run_bench(args)
 

@@ -17,15 +17,16 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import backends, capacity, toolcalls
+from . import backends, capacity
+from .reply import toolcalls
 from .capacity import text_config
-from .constraint import Constraint, Guides
+from .reply.constraint import Constraint, Guides
 from .errors import EngineError, InvalidRequestError
 from .models import ModelFolder, resolve
 from .models.sources import locate
 from .runner import Runner
 from .session import Session
-from .text import TextCodec
+from .reply.text import TextCodec
 from .types import Capacity, EngineConfig
 from .worker import Worker
 
@@ -115,7 +116,7 @@ class Engine:
     @property
     def kernel_check(self):
         """llama.cpp: the kernel path the model runs on and what the load-time probe found (an
-        `engine.kernel_check.KernelCheck`; its `note` is "" unless the check failed); else None."""
+        `engine.correctness.kernels.KernelCheck`; its `note` is "" unless the check failed); else None."""
         return getattr(self._worker.backend, "kernel_check", None)
 
     @property

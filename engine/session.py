@@ -28,7 +28,7 @@ from .handle import Failed, SessionHandle
 from .types import Chunk, EngineConfig, Reply, SamplingParams
 
 if TYPE_CHECKING:
-    from .text import TextCodec
+    from .reply.text import TextCodec
 
 # How often a reader waiting for a chunk checks that the engine thread is still alive (a backstop:
 # the thread delivers an end or an error to every stream before it stops).
@@ -182,7 +182,7 @@ class Session(SessionHandle):
         was cut by the token limit or stopped); its turn is left open and the stream is its rest.
 
         `tools`: OpenAI-shaped function tools the template shows the model; read calls from the
-        reply with `engine.toolcalls.parse(engine.tool_format, text)`, or force one with
+        reply with `engine.reply.toolcalls.parse(engine.tool_format, text)`, or force one with
         `engine.tool_constraint(...)` as the params' constraint.
         A thinking model's reasoning comes apart from its answer (`Chunk.reasoning`). An assistant
         message may carry its earlier `reasoning`; the chat template decides whether the model sees

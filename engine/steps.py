@@ -52,14 +52,14 @@ class Job:
     sampler: Callable = None
     decoder: Any = None
     guide: Any = None
-    """The constraint's grammar state (engine.constraint.Guide), or None for free text."""
+    """The constraint's grammar state (engine.reply.constraint.Guide), or None for free text."""
     logprobs: tuple = ()
     """Log probabilities of the token not yet delivered in a chunk."""
     constraint_s: float = 0.0
     splitter: Any = None
-    """Splits decoded text into reasoning and answer (engine/reasoning.py); None: all answer."""
+    """Splits decoded text into reasoning and answer (engine/reply/reasoning.py); None: all answer."""
     drafter: Any = None
-    """Its drafting state (engine.speculative.DraftState) once it has decoded in a joint round."""
+    """Its drafting state (engine.drafts.speculative.DraftState) once it has decoded in a joint round."""
     admitted: int = 0
     """Order of admission into a shared K/V pool (kv_room): the youngest turn pauses first."""
 

@@ -6,7 +6,7 @@ long paste in one conversation costs the others one chunk's time per token, neve
 and each prefill chunk still reports progress (`Chunk.prefill`) and cancel is seen at the next round.
 If the joint call fails, each session steps alone, so a fault poisons only its own session.
 
-Decoding sessions may also carry drafted tokens, checked in the same call (engine/speculative.py).
+Decoding sessions may also carry drafted tokens, checked in the same call (engine/drafts/speculative.py).
 
 A round on a shared K/V pool steps only what fits it (`engine.kv_room.Room.fit`; admission is there too).
 """
@@ -17,8 +17,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .sampling import steps_alone
-from .speculative import Speculator, drafted
+from .reply.sampling import steps_alone
+from .drafts.speculative import Speculator, drafted
 
 if TYPE_CHECKING:
     from .steps import Job, RoundOwner, Slot

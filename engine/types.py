@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from .constraint import Constraint
+from .reply.constraint import Constraint
 from .errors import InvalidRequestError
 
 FinishReason = Literal["stop", "length", "cancelled"]
@@ -44,7 +44,7 @@ class EngineConfig:
     batching speedup (aggregate tok/s stays that of one session)."""
     speculative: bool = True
     """llama.cpp: draft tokens from each session's own context and check them in the round's joint
-    forward (engine/speculative.py); the same tokens, sooner where replies repeat their context.
+    forward (engine/drafts/speculative.py); the same tokens, sooner where replies repeat their context.
     False turns it off for every reply (SamplingParams.speculative turns it off for one)."""
 
     def __post_init__(self) -> None:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
-from .logprobs import token_logprob
-from .sampling import make_sampler, steps_alone
+from .reply.logprobs import token_logprob
+from .reply.sampling import make_sampler, steps_alone
 from .scheduler import RoundRobin
 from .handle import Failed
 from .steps import Job, Slot

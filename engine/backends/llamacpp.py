@@ -33,10 +33,11 @@ import numpy as np
 
 import llama_cpp as lc
 
-from .. import capacity, kernel_check
-from ..cpu_features import cpu_flags
+from .. import capacity
+from ..correctness import kernels as kernel_check
+from ..correctness.cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError, StateFileError
-from ..thread_policy import ThreadPolicy
+from .thread_policy import ThreadPolicy
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
@@ -123,7 +124,7 @@ class LlamaCppBackend:
         self.config = config
         self.threads = thread_count()
         self.thread_policy = ThreadPolicy(self.threads)
-        """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/thread_policy.py)."""
+        """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/backends/thread_policy.py)."""
         self.weights_nbytes = 0
         self.pool: Optional[Pool] = None
         self.model = None
@@ -135,7 +136,7 @@ class LlamaCppBackend:
         self._n_vocab = 0
         self._swa = 0
         self.can_draft = False
-        """Whether drafted cells can be removed again (engine/speculative.py): not where a recurrent
+        """Whether drafted cells can be removed again (engine/drafts/speculative.py): not where a recurrent
         state or a sliding window forgets what a shorter sequence would need."""
         self._seqs: dict[int, Seq] = {}
         self._free: list[int] = []

@@ -166,7 +166,7 @@ def repo_options(repo_id: str, max_context: int = 4096, dtype: str = "auto") -> 
         info = _api().model_info(repo_id, files_metadata=True)
     except Exception as e:
         raise translate_http_error(e, repo_id, resumable=False) from e
-    from ..estimate import auto_dtype
+    from .estimate import auto_dtype
 
     dtype = auto_dtype() if dtype == "auto" else dtype
     files = {s.rfilename: int(s.size or 0) for s in (info.siblings or [])}

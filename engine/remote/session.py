@@ -18,7 +18,7 @@ from typing import Any, Optional, Protocol
 import httpx
 import openai
 
-from ..reasoning import ThinkSplitter
+from ..reply.reasoning import ThinkSplitter
 from ..errors import InvalidRequestError, SessionClosedError, StateFileError
 from ..handle import Failed, SessionHandle
 from ..session import Stream

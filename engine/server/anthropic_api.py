@@ -16,7 +16,7 @@ from anyio import to_thread
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..truncation import truncation_fields
+from ..reply.truncation import truncation_fields
 from . import anthropic_stream, fitting, generation, route_common, structured
 from .anthropic_errors import AnthropicErrors
 from .anthropic_schemas import CountTokensRequest, MessagesRequest, translate

@@ -83,7 +83,7 @@ class MessagesRequest(CountTokensRequest):
     """vLLM's extension, as on chat: generate max_tokens even past end tokens (benchmarks)."""
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
     """Confab's extension, as on chat: a prompt longer than the context is refused (the default) or
-    cut (engine.truncation), said in the reply's `truncated` field and X-Confab-Truncated header."""
+    cut (engine.reply.truncation), said in the reply's `truncated` field and X-Confab-Truncated header."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import json
 import uuid
 from typing import AsyncIterator, Optional
 
-from ..toolstream import CallDelta
+from ..reply.toolstream import CallDelta
 from .anthropic_errors import body_of
 from .errors import APIError
 from .generation import Piece, Reply, Usage

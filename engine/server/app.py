@@ -18,7 +18,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..truncation import truncation_fields
+from ..reply.truncation import truncation_fields
 from . import anthropic_api, errors, fitting, generation, guard, openai_responses, route_common, structured
 from .errors import APIError
 from .host import EngineHost

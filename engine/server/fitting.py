@@ -1,4 +1,4 @@
-"""A request's prompt fitted to the context under its policy (engine.truncation), for every API.
+"""A request's prompt fitted to the context under its policy (engine.reply.truncation), for every API.
 
     messages, prompt, cut = fit_chat(engine, messages, tools, "rolling", max_tokens=256)
 
@@ -12,7 +12,7 @@ from typing import Optional
 
 from .. import Engine
 from ..errors import ContextOverflowError, InvalidRequestError
-from ..truncation import Cut, fit_messages, fit_tokens, reply_room
+from ..reply.truncation import Cut, fit_messages, fit_tokens, reply_room
 from . import generation, limits
 from .errors import APIError, bad_request
 

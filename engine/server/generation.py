@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Optional, Sequence
 
 from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
-from ..text import clean
+from ..reply.text import clean
 from . import limits
 from .errors import APIError, bad_request
 from .pool import DELETED, Lease, SessionPool

@@ -19,7 +19,7 @@ from anyio import to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ..truncation import truncation_fields
+from ..reply.truncation import truncation_fields
 from . import fitting, generation, structured
 from .errors import APIError, bad_request
 from .generation import Reply, Usage

@@ -8,8 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
-from ..toolcalls import ToolCall, parse
-from ..toolstream import CallDelta, CallStream, cut_reply
+from ..reply.toolcalls import ToolCall, parse
+from ..reply.toolstream import CallDelta, CallStream, cut_reply
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .logprob_json import Tokens, chat_logprobs, completion_logprobs
@@ -45,7 +45,7 @@ class Shape:
         self.parallel = parallel
         self._offset = 0
         self.truncated: Optional[dict] = None
-        """What was cut to fit the context (engine.truncation.Cut.as_json()); None: nothing."""
+        """What was cut to fit the context (engine.reply.truncation.Cut.as_json()); None: nothing."""
         self.id = ("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
 

@@ -65,7 +65,7 @@ class ResponsesRequest(_Body):
     truncation: Optional[Literal["auto", "disabled"]] = None
     """OpenAI's: "auto" drops the oldest items to fit (the "rolling" policy); "disabled" refuses."""
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
-    """This server's policy names (engine.truncation); wins over `truncation`."""
+    """This server's policy names (engine.reply.truncation); wins over `truncation`."""
     seed: Optional[int] = None
     # Accepted because they change nothing here.
     metadata: Optional[dict[str, Any]] = None

@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import AsyncIterator, Callable, Optional
 
-from ..toolstream import CallDelta
+from ..reply.toolstream import CallDelta
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .responses import Shape, _Calls

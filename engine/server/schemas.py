@@ -102,7 +102,7 @@ class _Sampling(_Strict):
     ignore_eos: bool = False
     """vLLM's extension: generate max_tokens even past end tokens (benchmarks, fixed-length tests)."""
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
-    """A prompt longer than the context: refused (the default), or cut (engine.truncation), said in
+    """A prompt longer than the context: refused (the default), or cut (engine.reply.truncation), said in
     the reply's `truncated` field and X-Confab-Truncated header."""
     speculative: bool = True
     """Confab's extension: false never drafts tokens for this reply (the same text either way)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.bench_context import context_figures, context_rows
+from engine.bench.context import context_figures, context_rows
 
 
 def test_context_figures_are_measured_in_one_run(make_engine, tiny_models):

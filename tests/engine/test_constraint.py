@@ -170,8 +170,8 @@ def test_logprobs_under_a_constraint_only_name_allowed_tokens(engine):
 
 def test_forced_tool_call_in_process(engine):
     """The engine's own API: tools rendered by Session.chat, a call forced by engine.tool_constraint,
-    read back with engine.toolcalls.parse."""
-    from engine.toolcalls import parse
+    read back with engine.reply.toolcalls.parse."""
+    from engine.reply.toolcalls import parse
 
     tools = [{"type": "function", "function": {"name": "add", "parameters": {
         "type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},

@@ -7,7 +7,7 @@ import torch
 
 from engine.backends import torch_dtype
 from engine.backends.torch_dtype import choose_dtype
-from engine.estimate import auto_dtype
+from engine.models.estimate import auto_dtype
 
 
 @pytest.fixture(autouse=True)

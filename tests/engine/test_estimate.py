@@ -9,7 +9,7 @@ import pytest
 from engine import estimate_memory
 from engine.capacity import bytes_per_session
 from engine.errors import InvalidRequestError, ModelLoadError
-from engine.estimate import auto_dtype
+from engine.models.estimate import auto_dtype
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen3"])

@@ -1,4 +1,4 @@
-"""llama.cpp's kernel-path policy and its load-time check (engine/kernel_check.py), and the
+"""llama.cpp's kernel-path policy and its load-time check (engine/correctness/kernels.py), and the
 `python -m engine check` command.
 
 No AMX CPU was available here: the AMX side is driven through its inputs (llama.cpp's system info and
@@ -11,9 +11,10 @@ import argparse
 
 import pytest
 
-from engine import Engine, EngineConfig, SamplingParams, kernel_check
-from engine.cpu_features import describe, parse_cpuinfo
-from engine.kernel_check import AMX_MAX_UBATCH, ENV, choose_path
+from engine import Engine, EngineConfig, SamplingParams
+from engine.correctness import kernels as kernel_check
+from engine.correctness.cpu_features import describe, parse_cpuinfo
+from engine.correctness.kernels import AMX_MAX_UBATCH, ENV, choose_path
 from tests.engine.helpers import token_ids
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
@@ -115,7 +116,7 @@ def _check_args(source: str, **extra) -> argparse.Namespace:
 
 
 def test_engine_check_prints_the_cpu_the_path_and_the_figures(gguf_source, tiny_models, capsys, monkeypatch):
-    from engine.check_cli import run_check
+    from engine.cli.check import run_check
 
     monkeypatch.setenv("CONFAB_THREADS", "1")
     assert run_check(_check_args(str(gguf_source(tiny_models["llama"])))) == 0

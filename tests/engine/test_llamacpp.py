@@ -52,7 +52,7 @@ def test_a_folder_is_refused_by_name_on_llamacpp(tiny_models):
 
 def test_template_and_stop_tokens_read_from_the_file_match_the_converted_path(bundled_folder):
     from engine.models import resolve
-    from engine.text import TextCodec
+    from engine.reply.text import TextCodec
 
     as_stored = TextCodec(resolve("bundled:smollm2-135m-instruct", as_stored=True).tokenizer_folder)
     converted = TextCodec(bundled_folder)

@@ -95,7 +95,7 @@ def test_damaged_shipped_metadata_is_reported(stored, frozen):
 
 
 def test_frozen_build_estimates_the_bundled_model_from_the_shipped_gguf(stored, frozen, monkeypatch):
-    import engine.estimate as estimate
+    import engine.models.estimate as estimate
     import engine.models.sources as sources
 
     from_source = estimate.estimate_memory(SOURCE, max_context=2048, dtype="float32")

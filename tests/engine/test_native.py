@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from engine import llama_library
-from engine.native import backends_in
+from engine.backends.native import backends_in
 
 CPU_INFO = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 1 | "
             "LLAMAFILE = 1 | REPACK = 1 | ")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine import SamplingParams
-from engine.reasoning import ReasoningFormat, detect
-from engine.text import TextCodec
+from engine.reply.reasoning import ReasoningFormat, detect
+from engine.reply.text import TextCodec
 from tests.engine.helpers import TEMPLATES, with_template
 
 GPT_OSS_MARKERS = ["<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|return|>", "<|call|>", "<|constrain|>"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Engine, EngineConfig, SamplingParams, refcheck
+from engine import Engine, EngineConfig, SamplingParams
+from engine.correctness import reference as refcheck
 from tests.engine.helpers import token_ids
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
@@ -45,7 +46,7 @@ def test_the_bundled_model_matches_its_float32_reference_however_it_is_prefilled
     print("\n".join(f"{r.label}: {r.vs_one_call} {r.vs_reference}" for r in rows))
     assert refcheck.worst(rows, "vs_one_call") <= BETWEEN_TOLERANCE
     assert refcheck.worst(rows, "vs_reference") <= REFERENCE_TOLERANCE
-    assert engine.kernel_check.ok
+    assert engine.correctness.kernels.ok
 
 
 def chat(engine: Engine, text: str):

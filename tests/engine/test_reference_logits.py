@@ -1,6 +1,6 @@
 """Every backend computes what a float32 torch forward of the same weights computes: a prompt's logits
 prefilled in one call, in pieces of 1, 16, 32 and 128 tokens and (llama.cpp) in a joint batch with other
-sequences, against each other and against the reference (engine/refcheck.py).
+sequences, against each other and against the reference (engine/correctness/reference.py).
 
 This is what catches a wrong kernel on any CPU: llama.cpp's AMX path in llama-cpp-python 0.3.16 gave
 logits off by 11.4 at 32 rows or more (issue 25), far past every tolerance here. Each tolerance has
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import refcheck
+from engine.correctness import reference as refcheck
 from engine.models.sources import bundled_gguf
 from tests.engine.gguf_tiny import write_tiny_gguf
 

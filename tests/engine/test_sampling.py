@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine import SamplingParams
-from engine.sampling import apply_repetition_penalty, filtered_probs
+from engine.reply.sampling import apply_repetition_penalty, filtered_probs
 from tests.engine.helpers import token_ids
 
 
@@ -22,7 +22,7 @@ def test_same_seed_same_text_other_seed_other_text(tiny_engine):
 
 def test_greedy_is_argmax():
     logits = np.array([0.1, 3.0, 2.9, -1.0], dtype=np.float32)
-    from engine.sampling import make_sampler
+    from engine.reply.sampling import make_sampler
 
     assert make_sampler(SamplingParams(temperature=0))(logits, []) == 1
 

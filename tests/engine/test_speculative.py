@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from engine import Constraint, EngineConfig, SamplingParams
-from engine.lookup_draft import LookupIndex
-from engine.speculative import DraftState, Speculator
+from engine.drafts.lookup import LookupIndex
+from engine.drafts.speculative import DraftState, Speculator
 from tests.engine.helpers import token_ids
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
@@ -146,7 +146,7 @@ def test_a_request_or_the_engine_setting_turns_drafting_off(make_engine, tiny_mo
 
 def test_sampled_replies_keep_the_models_distribution(make_engine):
     """The token distribution at each position, drafts or not, over many unseeded replies (seeded
-    replies step alone and draft nothing, see engine/speculative.py; unseeded, the two sides share no
+    replies step alone and draft nothing, see engine/drafts/speculative.py; unseeded, the two sides share no
     random stream, so this tests the distribution)."""
     on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
     off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine import SamplingParams
-from engine.text import TextCodec
+from engine.reply.text import TextCodec
 
 
 def test_stream_decoder_never_splits_multibyte_characters(bundled_folder):

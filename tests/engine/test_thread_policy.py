@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.thread_policy import WINDOW, ThreadPolicy
+from engine.backends.thread_policy import WINDOW, ThreadPolicy
 
 
 class Clock:

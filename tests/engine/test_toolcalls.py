@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engine.toolcalls import call_constraint, detect_format, parse
-from engine.toolstream import CallStream, cut_reply
+from engine.reply.toolcalls import call_constraint, detect_format, parse
+from engine.reply.toolstream import CallStream, cut_reply
 
 HERMES = ('Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
           '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>')
@@ -130,7 +130,7 @@ def test_forced_call_grammar_names_every_tool(fmt):
                                    [{"function": {"name": "f", "parameters": "x"}}]])
 def test_malformed_tools_are_refused_by_name(tools):
     from engine.errors import InvalidRequestError
-    from engine.toolcalls import check_tools
+    from engine.reply.toolcalls import check_tools
 
     with pytest.raises(InvalidRequestError, match="tools must be a list of"):
         check_tools(tools)
@@ -144,7 +144,7 @@ def test_a_marker_that_is_one_special_token_is_written_as_that_token(bundled_fol
     import numpy as np
     from transformers import AutoTokenizer
 
-    from engine.constraint import Guides
+    from engine.reply.constraint import Guides
 
     tokenizer = AutoTokenizer.from_pretrained(bundled_folder)
     special = tokenizer.convert_tokens_to_ids("<|im_start|>")  # stands in for the marker's token

@@ -1,4 +1,4 @@
-"""Context policies (engine.truncation): refuse with the numbers, drop the middle, or a rolling window,
+"""Context policies (engine.reply.truncation): refuse with the numbers, drop the middle, or a rolling window,
 and what was cut is said. A fake token count (a fixed cost per message) makes the arithmetic plain."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ContextOverflowError, InvalidRequestError
-from engine.truncation import (HEADER, fit_messages, fit_tokens, reply_room, truncation_fields)
+from engine.reply.truncation import (HEADER, fit_messages, fit_tokens, reply_room, truncation_fields)
 
 PER_MESSAGE = 10
 

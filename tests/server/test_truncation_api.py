@@ -9,7 +9,7 @@ import json
 import openai
 import pytest
 
-from engine.truncation import HEADER
+from engine.reply.truncation import HEADER
 from tests.server.helpers import client, http
 
 

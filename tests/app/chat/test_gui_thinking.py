@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from app.chat.message_view import MessageView, Shown  # noqa: E402
 from app.store import open_store  # noqa: E402
 from engine import EngineConfig, SamplingParams  # noqa: E402
-from engine.reasoning import ReasoningFormat  # noqa: E402
+from engine.reply.reasoning import ReasoningFormat  # noqa: E402
 from tests.engine.helpers import with_template  # noqa: E402
 
 CONFIG = EngineConfig(backend="torch", dtype="float32", max_context=1024)

@@ -25,7 +25,7 @@ from typing import Any, Literal, Optional, Union
 
 import numpy as np
 
-from .errors import InvalidRequestError
+from ..errors import InvalidRequestError
 
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """Compact, readable JSON: a free-whitespace grammar lets a weak model pad forever."""

@@ -8,7 +8,7 @@ compare on a shared machine.
 
 from __future__ import annotations
 
-from . import Engine, EngineConfig
+from .. import Engine, EngineConfig
 
 SESSIONS = 8
 

@@ -17,13 +17,13 @@ import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import backends
-from .capacity import DTYPE_BYTES, bytes_per_session
-from .errors import ModelLoadError
-from .models.gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
-from .models.gguf_int4 import is_int4
-from .models.sources import check_folder, locate
-from .types import EngineConfig
+from .. import backends
+from ..capacity import DTYPE_BYTES, bytes_per_session
+from ..errors import ModelLoadError
+from .gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
+from .gguf_int4 import is_int4
+from .sources import check_folder, locate
+from ..types import EngineConfig
 
 # Bytes per element of each safetensors dtype; float ones are cast to the load dtype.
 _ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U64": 8, "I32": 4, "U32": 4,
@@ -72,7 +72,7 @@ def auto_dtype() -> str:
         return "float16"
     if not backends.is_installed("torch"):
         return "float32"
-    from .backends.torch_dtype import auto_device, choose_dtype
+    from ..backends.torch_dtype import auto_device, choose_dtype
 
     return choose_dtype(auto_device()).dtype
 

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .sampling import apply_repetition_penalty, filtered_probs
-from .types import SamplingParams, TokenLogprob
+from ..types import SamplingParams, TokenLogprob
 
 
 def token_logprob(logits: np.ndarray, history: Sequence[int], params: SamplingParams, token: int) -> TokenLogprob:

@@ -11,21 +11,21 @@ import json
 import sys
 import time
 
-from . import Engine, EngineConfig, backends
-from .bench_bf16 import bf16_figures
-from .bench_contended import decode_contended, decode_two_procs
-from .bench_context import context_figures, context_rows
-from .bench_library import LibraryModel
-from .bench_llamacpp import llamacpp_figures, print_llamacpp_table
-from .bench_measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_prefill, measure_ttft
-from .errors import EngineError
+from .. import Engine, EngineConfig, backends
+from .bf16 import bf16_figures
+from .contended import decode_contended, decode_two_procs
+from .context import context_figures, context_rows
+from .library import LibraryModel
+from .llamacpp import llamacpp_figures, print_llamacpp_table
+from .measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_prefill, measure_ttft
+from ..errors import EngineError
 
 
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
     if getattr(args, "speculative", False):
-        from .bench_speculative import speculative_figures
+        from .speculative import speculative_figures
 
         try:
             figures = speculative_figures(args.model, say, tokens=args.tokens)
@@ -71,7 +71,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def _backend_names(asked, model: str) -> list[str]:
     """The backends to bench, in order: "all" is every installed one that can load `model` (llama.cpp
     loads only .gguf files); "auto" is what Engine.load would pick."""
-    from .models.sources import locate
+    from ..models.sources import locate
 
     asked = asked.split(",") if isinstance(asked, str) else list(asked)
     try:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import Engine, EngineConfig, SamplingParams
-from .errors import EngineError
-from .models import DEFAULT_MODEL
-from .remote import RemoteEngine
+from .. import Engine, EngineConfig, SamplingParams
+from ..errors import EngineError
+from ..models import DEFAULT_MODEL
+from ..remote import RemoteEngine
 
 
 def run_chat(args: argparse.Namespace) -> int:

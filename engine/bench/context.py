@@ -6,8 +6,8 @@ context; a preallocated one keeps it close to the first (the target is ctx4k <= 
 
 from __future__ import annotations
 
-from .engine import Engine
-from .types import SamplingParams
+from ..engine import Engine
+from ..types import SamplingParams
 
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from .errors import ContextOverflowError, InvalidRequestError
+from ..errors import ContextOverflowError, InvalidRequestError
 
 POLICIES: tuple[str, ...] = ("refuse", "middle", "rolling")
 DEFAULT_POLICY = "refuse"

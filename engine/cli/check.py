@@ -12,9 +12,9 @@ import argparse
 import importlib.util
 from typing import Callable, Optional
 
-from . import refcheck
-from .cpu_features import cpu_flags, cpu_name, describe
-from .kernel_check import PROBE_TOLERANCE
+from ..correctness import reference as refcheck
+from ..correctness.cpu_features import cpu_flags, cpu_name, describe
+from ..correctness.kernels import PROBE_TOLERANCE
 
 BETWEEN_TOLERANCE = PROBE_TOLERANCE
 """Largest accepted difference between ways of prefilling (the probe's tolerance)."""
@@ -29,7 +29,7 @@ def say(line: str) -> None:
 
 
 def add_parser(sub) -> None:
-    from .models import DEFAULT_MODEL
+    from ..models import DEFAULT_MODEL
 
     check = sub.add_parser("check", help="check that this CPU's kernels compute the model's logits right")
     check.add_argument("model", nargs="?", default=DEFAULT_MODEL, help=f"bundled:NAME, a folder or a .gguf (default {DEFAULT_MODEL})")
@@ -47,9 +47,9 @@ def check_model(source: str, backend: str = "auto", reference: bool = True,
                 tolerance: float = REFERENCE_TOLERANCE, say: Callable[[str], None] = say) -> bool:
     """Load `source`, print what `python -m engine check` prints through `say`; True when every
     figure is within tolerance (the app's self-test runs it too, without the reference)."""
-    from .engine import Engine
-    from .native import llama_library
-    from .types import EngineConfig
+    from ..engine import Engine
+    from ..backends.native import llama_library
+    from ..types import EngineConfig
 
     say(f"CPU: {cpu_name()}; {describe(cpu_flags())}")
     library = llama_library()

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .engine import Engine
-from .types import EngineConfig, SamplingParams
+from ..engine import Engine
+from ..types import EngineConfig, SamplingParams
 
 MEMORY_SESSIONS, MEMORY_TOKENS, LONG_TOKENS = 8, 500, 4000
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
@@ -88,8 +88,8 @@ def memory_figures(engine: Engine, say) -> dict:
 def llamacpp_figures(model: str, counts: list[int], tokens: int, say, contended: bool,
                      prefill_tokens: int) -> dict:
     """Every figure for the llama.cpp backend, baselines included."""
-    from .bench_measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_prefill, measure_ttft
-    from .bench_contended import decode_contended, decode_two_procs
+    from .measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_prefill, measure_ttft
+    from .contended import decode_contended, decode_two_procs
 
     started = time.perf_counter()
     engine = Engine.load(model, EngineConfig(backend="llamacpp", max_context=max(4096, LONG_TOKENS + 96)))

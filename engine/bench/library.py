@@ -12,7 +12,7 @@ import math
 import time
 from typing import Callable
 
-from .engine import Engine
+from ..engine import Engine
 
 WARM_UP_STEPS = 3
 
@@ -33,7 +33,7 @@ class LibraryModel:
             import mlx.core as mx
             import mlx_lm
 
-            from .backends.mlx import _cast, _rope_compat
+            from ..backends.mlx import _cast, _rope_compat
 
             model, tokenizer = mlx_lm.load(str(self.path), model_config=_rope_compat(self.config))
             _cast(model, getattr(mx, self.dtype), "quantization" in self.config)  # the engine's dtype

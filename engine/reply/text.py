@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import reasoning
-from .errors import InvalidRequestError, ModelLoadError
+from ..errors import InvalidRequestError, ModelLoadError
 from .toolcalls import check_tools, detect_format, template_messages
 
 # End-of-turn markers of common chat templates; used as stop tokens when the template uses them.
@@ -71,7 +71,7 @@ class TextCodec:
             raise ModelLoadError(f"{folder.name}: only fast (tokenizers) tokenizers are supported")
         self.chat_template: Optional[str] = getattr(self.tokenizer, "chat_template", None)
         self.reasoning = reasoning.detect(self.chat_template)
-        """How this model's replies lay out reasoning (engine/reasoning.py)."""
+        """How this model's replies lay out reasoning (engine/reply/reasoning.py)."""
         self._markers = self._special_markers()
         self._starts: dict[Optional[bool], reasoning.Start] = {}
         self.stop_ids = frozenset(self._stop_ids(folder))
@@ -111,7 +111,7 @@ class TextCodec:
         the model writes more of it (a reply cut by the token limit or stopped).
 
         `tools` (OpenAI's function tools) and messages with `tool_calls` or role "tool" are rendered
-        by the template where it knows tools, else the Hermes way (engine.toolcalls).
+        by the template where it knows tools, else the Hermes way (engine.reply.toolcalls).
 
         An assistant message may carry its `reasoning` (text) beside its answer (`content`): it is
         passed to the template only through the field the template reads earlier reasoning from
@@ -165,7 +165,7 @@ class TextCodec:
         text = self._apply(shown, continue_final, tools, thinking)
         # The same template over placeholders shows which characters are content: the text between
         # placeholders is the template's. Placeholders are random so no content can contain one.
-        # They go in before the tool shaping (engine.toolcalls), so a tool result the Hermes way
+        # They go in before the tool shaping (engine.reply.toolcalls), so a tool result the Hermes way
         # traces as its own content inside the <tool_response> markers. Empty content (a call's is
         # often null; a reply cut inside its reasoning renders its reasoning open) is left as it is:
         # it holds nothing to protect, and templates test it.

@@ -110,7 +110,7 @@ def reference_logits(weights: Path, config_folder: Path, tokens: list[int]) -> n
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from .backends.torch_gguf import load_gguf_model
+    from ..backends.torch_gguf import load_gguf_model
 
     config = AutoConfig.from_pretrained(config_folder)
     if Path(weights).suffix == ".gguf":
@@ -130,7 +130,7 @@ def _free(backend, state) -> None:
 def reference_source(model) -> tuple[Path, Path]:
     """(weights, config folder) for `reference_logits` of a loaded engine's `model` (a ModelFolder):
     the GGUF file itself where it came from one, else the folder's safetensors."""
-    from .models.gguf_convert import gguf_source
+    from ..models.gguf_convert import gguf_source
 
     path = Path(model.path)
     if path.suffix == ".gguf":

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .engine import Engine
-from .types import EngineConfig, SamplingParams
+from ..engine import Engine
+from ..types import EngineConfig, SamplingParams
 
 CODE = '''import json
 from dataclasses import dataclass

@@ -2,7 +2,7 @@
 
 Decode on CPUs and laptops is bound by reading the weights once per forward, so checking a few
 guessed tokens in the same forward costs much less than one forward each. Each round, a decoding
-session may append drafted tokens (engine/lookup_draft.py) after its last token; the joint
+session may append drafted tokens (engine/drafts/lookup.py) after its last token; the joint
 `llama_decode` returns logits for every one of those positions, and the reply takes them in order:
 
 - each row is handled exactly as a plain step would handle it (the worker's `_after_forward`: the
@@ -29,10 +29,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from .lookup_draft import LookupIndex
+from .lookup import LookupIndex
 
 if TYPE_CHECKING:
-    from .steps import Job, RoundOwner, Slot
+    from ..steps import Job, RoundOwner, Slot
 
 log = logging.getLogger(__name__)
 

@@ -41,8 +41,8 @@ def decode_contended(engine, tokens: int, measure_decode) -> float:
 
 def decode_two_procs(model: str, backend: str, dtype: str, tokens: int) -> float:
     """Slower decode tok/s of two engine processes decoding at the same moment."""
-    # The child's own script joins the two modules: engine.bench imports this one, not the reverse.
-    code = ("from engine.bench_measure import measure_decode; from engine.bench_contended import child; "
+    # The child's own script joins the two modules: engine.bench.command imports this one, not the reverse.
+    code = ("from engine.bench.measure import measure_decode; from engine.bench.contended import child; "
             f"child({model!r}, {backend!r}, {dtype!r}, {tokens}, measure_decode)")
     env = dict(os.environ)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -64,7 +64,7 @@ def decode_two_procs(model: str, backend: str, dtype: str, tokens: int) -> float
 
 def child(model: str, backend: str, dtype: str, tokens: int, measure_decode) -> None:
     """One of the two decoding processes: load, warm up, say ready, decode on "go", print the rate."""
-    from . import Engine, EngineConfig
+    from .. import Engine, EngineConfig
 
     with Engine.load(model, EngineConfig(backend=backend, dtype=dtype)) as engine:
         measure_decode(engine, 8)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from .errors import DownloadError, DownloadStopped
-from .models.hub import default_option, parse_repo, repo_options
-from .models.hub_download import Download
+from ..errors import DownloadError, DownloadStopped
+from ..models.hub import default_option, parse_repo, repo_options
+from ..models.hub_download import Download
 
 
 def run_pull(args) -> int:

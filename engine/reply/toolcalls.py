@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .constraint import JSON_OPTIONS, Constraint, closed_objects
-from .errors import InvalidRequestError
+from ..errors import InvalidRequestError
 
 FORMATS = ("hermes", "llama3", "mistral")
 MAX_PARALLEL_CALLS = 8

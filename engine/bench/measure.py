@@ -11,8 +11,8 @@ import statistics
 import threading
 import time
 
-from .engine import Engine
-from .types import SamplingParams
+from ..engine import Engine
+from ..types import SamplingParams
 
 BUSY = 8
 """Sessions decoding while the time to first token of a new request is measured."""

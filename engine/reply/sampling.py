@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .types import SamplingParams
+from ..types import SamplingParams
 
 Sampler = Callable[[np.ndarray, Sequence[int]], int]
 

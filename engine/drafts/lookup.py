@@ -3,7 +3,7 @@
 Code edits, refactors, quotes and agent loops repeat long stretches of what the context already
 holds. When the last n tokens of a session's context (prompt and reply so far) occurred earlier, the
 tokens that followed them then are a good guess for what follows now; the model checks the guess in
-one forward (engine/speculative.py). The same idea as llama.cpp's n-gram lookup and
+one forward (engine/drafts/speculative.py). The same idea as llama.cpp's n-gram lookup and
 transformers' prompt-lookup decoding, written here because Confab drafts for many sessions inside
 one joint round, not for one sequence.
 
@@ -17,7 +17,7 @@ from typing import Sequence
 
 MIN_NGRAM = 1
 """Shortest suffix looked up. One token matches often and wrongly; the session's acceptance rate
-(engine/speculative.py) decides whether such drafts are worth their cost."""
+(engine/drafts/speculative.py) decides whether such drafts are worth their cost."""
 MAX_NGRAM = 4
 """Longest suffix looked up: the longest match wins, so a long repeat is followed exactly."""
 
