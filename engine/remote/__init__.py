@@ -2,6 +2,9 @@
 conversation-level interface (open_session → chat → Stream, cancel, close, capacity).
 
 No Qt and no SQLite here. The app reaches it through `engine.open_engine`.
+
+Threads: calls come from the caller's thread; each reply is read by a thread of its own and
+handed over through the same thread-safe `Stream` as the local engine's.
 """
 
 from .engine import (DEFAULT_MAX_SESSIONS, RemoteEngine, RemoteModel, list_models, parse_remote_source,

@@ -7,6 +7,9 @@
     server.stop()
 
 No Qt and no SQLite here; the engine is reached only through `engine`'s public names.
+
+Threads: uvicorn's event loop runs the routes; opening a session, tokenizing and starting a reply
+run on a worker thread (`anyio.to_thread`), and the model runs on the Engine's own thread.
 """
 
 from .app import ServerSettings, create_app
