@@ -38,7 +38,7 @@ from app.settings.theme import apply_theme
 from app.quick.tray import Tray
 from app.window.memory import WindowMemory, load_window_memory, save_window_memory
 from engine import DEFAULT_MODEL, AnyEngine, EngineConfig, remote_source
-from engine.remote import parse_remote_source
+from engine import parse_remote_source
 
 log = logging.getLogger(__name__)
 

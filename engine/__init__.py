@@ -22,7 +22,10 @@ _prepare_environment()  # before anything below can import torch
 from .cli.check import check_model
 from .reply.constraint import Constraint
 from .engine import Engine
-from .errors import ContextOverflowError, EngineError
+from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
+                     DownloadError, DownloadStopped, EngineError, InvalidRequestError, ModelLoadError,
+                     NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
+                     SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
 from .models.estimate import MemoryEstimate, estimate_memory
 from .models import DEFAULT_MODEL
 from .backends.native import LlamaLibrary, llama_library
@@ -34,7 +37,10 @@ from .models.hub import search as search_models
 from .models.hub_download import Download as HubDownload
 from .models.hub_download import Progress as DownloadProgress
 from .open import AnyEngine, open_engine
-from .remote import RemoteEngine, RemoteError, RemoteSession, list_models, remote_source
+from .remote import (AuthenticationFailedError, ConnectionLostError, NotOpenAIServerError, RemoteEngine,
+                     RemoteError, RemoteSession, ServerUnreachableError, list_models, parse_remote_source,
+                     remote_source)
+from .remote.errors import ReplyCutError
 from .session import Session, Stream
 from .reply.toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
@@ -48,6 +54,7 @@ __all__ = [
     "list_models",
     "open_engine",
     "remote_source",
+    "parse_remote_source",
     "DEFAULT_MODEL",
     "Capacity",
     "DownloadProgress",
@@ -58,8 +65,30 @@ __all__ = [
     "CallStream",
     "Chunk",
     "Constraint",
+    # Every error a caller may catch (engine/errors.py, engine/remote/errors.py), from `engine` itself.
+    "AccessDeniedError",
+    "AuthenticationFailedError",
+    "CapacityError",
+    "ChecksumError",
+    "ConnectionLostError",
     "ContextOverflowError",
+    "DiskFullError",
+    "DownloadError",
+    "DownloadStopped",
     "EngineError",
+    "InvalidRequestError",
+    "ModelLoadError",
+    "NetworkError",
+    "NoWeightsError",
+    "NotOpenAIServerError",
+    "ReplyCutError",
+    "ReplyInterruptedError",
+    "RepoNotFoundError",
+    "ServerUnreachableError",
+    "SessionBusyError",
+    "SessionClosedError",
+    "SessionPoisonedError",
+    "StateFileError",
     "Engine",
     "EngineConfig",
     "GenerationStats",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import CapacityError
+from engine import CapacityError
 
 
 class AllSessionsBusyError(CapacityError):

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional
 
 from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
-from engine.errors import CapacityError, ReplyInterruptedError
+from engine import CapacityError, ReplyInterruptedError
 
 from .context_policy import fit
 from .errors import AllSessionsBusyError

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 from app.store import NotFoundError, SavedState, Store
 from engine import AnyEngine, Session
-from engine.errors import CapacityError
+from engine import CapacityError
 
 log = logging.getLogger(__name__)
 

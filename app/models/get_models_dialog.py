@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderVi
 
 from engine import (DownloadProgress, HubDownload, ModelOption, SearchHit, curated_models, repo_options,
                     search_models)
-from engine.errors import DownloadStopped
+from engine import DownloadStopped
 
 from app.bridge import GuiRoute
 from app.error_words import in_words

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderVi
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
-from engine.remote import parse_remote_source
+from engine import parse_remote_source
 from engine.remote.errors import host_of
 
 from app.bridge import GuiRoute
