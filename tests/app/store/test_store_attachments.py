@@ -177,8 +177,8 @@ def test_an_attachment_keeps_the_count_shown_when_it_was_sent(store):
 def test_files_sent_before_counts_were_kept_migrate_without_one(tmp_path):
     from app.store.schema import MIGRATION_NAMES
 
-    for version, expected in ((MIGRATION_NAMES.index("0006_attachment_tokens"), (None, False)),
-                              (MIGRATION_NAMES.index("0006_attachment_tokens") + 1, (14, True))):
+    for version, expected in ((MIGRATION_NAMES.index("0008_attachment_tokens"), (None, False)),
+                              (MIGRATION_NAMES.index("0008_attachment_tokens") + 1, (14, True))):
         home = tmp_path / f"v{version}"
         home.mkdir()
         shutil.copy(DATA / f"confab-v{version}.db", home / "confab.db")
