@@ -21,7 +21,7 @@ from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
 from app.chat.composer_files import ComposerFiles
 from app.chat.header import HeaderFit, PromptBadge, SettingsButton, TitleLabel
-from app.chat.markdown_render import plain_title
+from app.chat.labels import title_from
 from app.store import Attachment, Message
 from app.chat.thinking_block import ThinkSwitch
 from engine import Chunk, ContextOverflowError
@@ -233,7 +233,7 @@ class ChatPanel(QWidget):
             return
         cid = self.current_id
         self.bridge.run(lambda store: _name_if_untitled(store, cid, named))
-        self.chat_view.add_pending("user", text, files)
+        self.chat_view.begin_exchange(text, files)
         self._start(Send(self.bridge, cid, text, attachments=files))
 
     def _give_back(self, text: str, files: tuple[Attachment, ...] = ()) -> None:
@@ -256,13 +256,12 @@ class ChatPanel(QWidget):
         if self._creating == page:
             self._creating = None
         if page != self._page:  # the user moved on (Ctrl+N, another conversation): reply unseen
-            self._start(Send(self.bridge, conversation_id, text, attachments=files), placeholder=False)
+            self._start(Send(self.bridge, conversation_id, text, attachments=files))
             return
         self.current_id = conversation_id
         self.title_label.setText(title)
-        self.chat_view.set_messages(conversation_id, [])
+        self.chat_view.begin_exchange(text, files, conversation_id)
         self.conversation_created.emit(conversation_id)
-        self.chat_view.add_pending("user", text, files)
         self._start(Send(self.bridge, conversation_id, text, attachments=files))
 
     def _can_restart(self) -> bool:
@@ -298,8 +297,8 @@ class ChatPanel(QWidget):
                 if view.shown.id == message.id:
                     view.show_message(Shown.of(message))
             self.chat_view.begin_continue()
-        self._start(Send.tool_step(self.bridge, conversation_id, message.id), placeholder=False,
-                    so_far=message.content, thought=message.reasoning)
+        self._start(Send.tool_step(self.bridge, conversation_id, message.id), so_far=message.content,
+                    thought=message.reasoning)
 
     def show_version(self, message_id: int, step: int) -> None:
         """Show another version of a message and the branch that follows it."""
@@ -312,19 +311,18 @@ class ChatPanel(QWidget):
     def _restart(self, send: Send, so_far: str = "", thought: str = "") -> None:
         """Start `send` (its new version is stored first), then show the branch it is on."""
         cid = send.conversation_id
-        self._start(send, placeholder=False, so_far=so_far, thought=thought)
+        self._start(send, so_far=so_far, thought=thought)
         # Queued behind the reply's first step on the store thread: shows the new branch.
         self.bridge.run(lambda store: store.messages(cid)).success(
             lambda messages: self._show_messages(cid, self.title_label.text(), messages))
 
-    def _start(self, send: Send, placeholder: bool = True, so_far: str = "", thought: str = "") -> None:
+    def _start(self, send: Send, so_far: str = "", thought: str = "") -> None:
+        """Run `send`; the view already shows where its reply goes (begin_exchange, begin_*)."""
         cid = send.conversation_id
         self.streaming[cid] = so_far
         self.thought[cid] = thought
         if cid == self.current_id:
             self.context_meter.set_used(self.context_meter.used, so_far + thought)  # counted already
-        if placeholder:
-            self.chat_view.add_pending("assistant", "")
         (send.on_chunk(lambda chunk: self._on_chunk(cid, chunk))
          .success(self._on_finished)
          .failure(lambda error: self._on_failed(cid, error))
@@ -416,12 +414,6 @@ class ChatPanel(QWidget):
             self.new_thinking = on
             return
         self.bridge.run(lambda store: store.update_conversation(cid, thinking=on)).failure(self.error.emit)
-
-
-def title_from(text: str) -> str:
-    """A conversation's default title: its first line, shortened."""
-    first = plain_title(text.strip().splitlines()[0]) if text.strip() else ""
-    return first[:40].rstrip() + ("…" if len(first) > 40 else "")
 
 
 def _name_if_untitled(store, conversation_id: int, text: str) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QToolButton, QVBoxLayout, QWidget
 
-from app.store.export import thought_label
+from app.chat.labels import thought_label
 
 THINKING = "Thinking…"
 

@@ -91,6 +91,14 @@ class ChatView(QScrollArea):
         self._stick_to_bottom = True  # the user just sent: show it
         self._after_change()
 
+    def begin_exchange(self, text: str, attachments: tuple = (), conversation_id: Optional[int] = None) -> None:
+        """The user sent `text` (and files): it shows at once with its reply's placeholder under it;
+        with `conversation_id`, on that new conversation's empty page."""
+        if conversation_id is not None:
+            self.set_messages(conversation_id, [])
+        self.add_pending("user", text, attachments)
+        self.add_pending("assistant", "")
+
     def begin_regenerate(self) -> None:
         """A new version of the last reply starts: it is shown empty at once (the old one is kept
         in the store, reachable through "‹ 1/2")."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Optional
+from typing import Any
 
 from . import attachments as attached
 from . import tool_calls as called
@@ -24,6 +24,7 @@ from .attachments import Attachment
 from .errors import ImportFormatError, StoreError
 from .records import ROLES, STATUSES, Conversation, Message, sampling_json, token_ids_json
 from .store import Store
+from app.chat.labels import thought_label  # the words the window shows ("Thought for 12 s")
 
 FORMAT = "confab.conversation"
 FORMAT_VERSION = 1
@@ -103,13 +104,6 @@ def export_markdown(store: Store, conversation_id: int) -> str:
         if note:
             lines += [f"*({note}{': ' + m.error if m.error else ''})*", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def thought_label(seconds: Optional[float]) -> str:
-    """"Thought for 12 s" (or "Thought" when the time is unknown)."""
-    if seconds is None:
-        return "Thought"
-    return f"Thought for {seconds:.0f} s" if seconds >= 1 else "Thought for less than a second"
 
 
 def _reasoning_markdown(m: Message) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.chat.panel import title_from
+from app.chat.labels import title_from
 from app.settings.conversation_settings import ConversationSettingsDialog
 from app.chat.markdown_render import plain_title
 from app.settings.presets import Preset, load_presets, save_preset
