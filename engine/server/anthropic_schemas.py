@@ -81,6 +81,8 @@ class MessagesRequest(CountTokensRequest):
     service_tier: Optional[str] = None
     ignore_eos: bool = False
     """vLLM's extension, as on chat: generate max_tokens even past end tokens (benchmarks)."""
+    speculative: bool = True
+    """Confab's extension, as on chat: false never drafts tokens for this reply (the same text either way)."""
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
     """Confab's extension, as on chat: a prompt longer than the context is refused (the default) or
     cut (engine.reply.truncation), said in the reply's `truncated` field and X-Confab-Truncated header."""
@@ -111,7 +113,8 @@ def translate(body: CountTokensRequest) -> Translated:
     full = isinstance(body, MessagesRequest)
     if full:
         chat.update({"max_tokens": body.max_tokens, "stream": body.stream, "temperature": body.temperature,
-                     "top_p": body.top_p, "ignore_eos": body.ignore_eos})
+                     "top_p": body.top_p, "ignore_eos": body.ignore_eos,
+                     "speculative": body.speculative})
         fmt = body.output_format or (body.output_config or {}).get("format")
         if fmt is not None:
             chat["response_format"] = _output_format(fmt)

@@ -64,6 +64,8 @@ class ResponsesRequest(_Body):
     previous_response_id: Optional[str] = Field(default=None, max_length=200)
     truncation: Optional[Literal["auto", "disabled"]] = None
     """OpenAI's: "auto" drops the oldest items to fit (the "rolling" policy); "disabled" refuses."""
+    speculative: bool = True
+    """Confab's extension, as on chat: false never drafts tokens for this reply (the same text either way)."""
     context_policy: Optional[Literal["refuse", "middle", "rolling"]] = None
     """This server's policy names (engine.reply.truncation); wins over `truncation`."""
     seed: Optional[int] = None
@@ -160,7 +162,7 @@ def chat_request(body: ResponsesRequest, messages: list[dict]) -> ChatCompletion
     chat: dict[str, Any] = {"model": body.model, "messages": messages, "stream": body.stream,
                             "temperature": body.temperature, "top_p": body.top_p, "seed": body.seed,
                             "max_tokens": body.max_output_tokens, "parallel_tool_calls": body.parallel_tool_calls,
-                            "context_policy": body.policy}
+                            "context_policy": body.policy, "speculative": body.speculative}
     if body.tools:
         chat["tools"] = [_chat_tool(t, i) for i, t in enumerate(body.tools)]
     if body.tool_choice is not None:

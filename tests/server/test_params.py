@@ -39,3 +39,20 @@ def test_speculative_false_turns_drafting_off_for_that_request(serve, tiny_engin
                            extra_body={"speculative": False})
     api.chat.completions.create(model=tiny_engine.source, messages=HI, temperature=0, max_tokens=2)
     assert [params.speculative for params in seen] == [False, False, True]
+
+
+def test_speculative_false_reaches_the_engine_through_messages_and_responses(serve, tiny_engine, monkeypatch):
+    from engine.server import generation
+    from tests.server.helpers import http
+
+    seen = []
+    real = generation.sampling
+    monkeypatch.setattr(generation, "sampling", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    server = serve(tiny_engine)
+    with http(server) as h:
+        for speculative in (False, True):
+            assert h.post("/v1/messages", json={"messages": HI, "max_tokens": 2,
+                                                "speculative": speculative}).status_code == 200
+            assert h.post("/v1/responses", json={"input": "Hi", "max_output_tokens": 2,
+                                                 "speculative": speculative}).status_code == 200
+    assert [params.speculative for params in seen] == [False, False, True, True]
