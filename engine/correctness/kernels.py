@@ -119,15 +119,20 @@ def choose_path(system_info: str, flags: Optional[frozenset[str]], env: Mapping[
 
 def probe(backend, tokens: list[int]) -> float:
     """Largest |logit difference| at the last position between `tokens` prefilled in one call and
-    one token per call, each on a scratch sequence freed after."""
-    one, pieces = backend.new_state(), backend.new_state()
+    one token per call, one after the other on a scratch sequence freed after each: an engine of
+    `max_sessions=1` has one sequence, and the probe must give it back (it once held two and
+    leaked the first when the second was refused)."""
+    seq = backend.new_state()
     try:
-        whole = backend.step([(one, list(tokens))])[0]
-        for t in tokens:
-            last = backend.step([(pieces, [t])])[0]
+        whole = backend.step([(seq, list(tokens))])[0]
     finally:
-        backend.free_state(one)
-        backend.free_state(pieces)
+        backend.free_state(seq)
+    seq = backend.new_state()
+    try:
+        for t in tokens:
+            last = backend.step([(seq, [t])])[0]
+    finally:
+        backend.free_state(seq)
     return float(np.max(np.abs(whole - last)))
 
 
