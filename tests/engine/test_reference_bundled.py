@@ -46,7 +46,7 @@ def test_the_bundled_model_matches_its_float32_reference_however_it_is_prefilled
     print("\n".join(f"{r.label}: {r.vs_one_call} {r.vs_reference}" for r in rows))
     assert refcheck.worst(rows, "vs_one_call") <= BETWEEN_TOLERANCE
     assert refcheck.worst(rows, "vs_reference") <= REFERENCE_TOLERANCE
-    assert engine.correctness.kernels.ok
+    assert engine.kernel_check.ok
 
 
 def chat(engine: Engine, text: str):
