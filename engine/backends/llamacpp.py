@@ -38,6 +38,8 @@ from ..correctness import kernels as kernel_check
 from ..correctness.cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError, StateFileError
 from .thread_policy import ThreadPolicy
+from . import llamacpp_model as model_meta
+from .llamacpp_cells import CellOrder
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
@@ -144,8 +146,8 @@ class LlamaCppBackend:
         self.kernel_path: Optional[kernel_check.KernelPath] = None  # kernel_check.py's policy, set by load
         self.kernel_check: Optional[kernel_check.KernelCheck] = None  # what the probe found (warm_up)
         self.n_ubatch = 0
-        self._compacted_at = -1
-        """held_tokens() at the last compact(); another compaction before anything moved is useless."""
+        self.cells: Optional[CellOrder] = None
+        """Keeps each sequence's cells in position order (llamacpp_cells.py), so neighbours never change its logits."""
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, path: Path, config: dict, plain_why: str = "") -> None:
@@ -164,15 +166,15 @@ class LlamaCppBackend:
         self._n_vocab = int(lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model)))
         self._swa = int(lc.llama_model_n_swa(model))
         self.can_draft = not self._swa and not lc.llama_model_is_recurrent(model)
-        self.quantized = f"{self._desc()} (GGUF, as stored)"
-        per_token = self._bytes_per_token()
+        self.quantized = f"{model_meta.describe(model)} (GGUF, as stored)"
+        per_token = model_meta.bytes_per_token(model, KV_BYTES)
         pool_tokens, n_seq = self._pool_size(per_token)
         cp = lc.llama_context_default_params()
         cp.n_ctx = pool_tokens
         self._batch_size = self.config.prefill_chunk + n_seq
         cp.n_batch = self._batch_size
         cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
-        cp.n_seq_max = n_seq
+        cp.n_seq_max = n_seq + 1  # one more id holds the retired cells (llamacpp_cells.py)
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
         # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
@@ -190,6 +192,8 @@ class LlamaCppBackend:
         self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
         self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
         self._free = list(range(n_seq))
+        self.cells = CellOrder(ctx, self._mem, self.pool.tokens, retired_id=n_seq,
+                               ordered=model_meta.attention_only(self.model))
 
     def warm_up(self, max_context: int, max_batch: int, report) -> None:
         """The kernel check at load (kernel_check.check_at_load); its forwards page the weights in."""
@@ -197,37 +201,12 @@ class LlamaCppBackend:
         self.kernel_check = kernel_check.check_at_load(
             self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report)
 
-    def _desc(self) -> str:
-        buf = ctypes.create_string_buffer(256)
-        lc.llama_model_desc(self.model, buf, len(buf))
-        return buf.value.decode(errors="replace")
-
-    def _meta_int(self, key: str) -> Optional[int]:
-        buf = ctypes.create_string_buffer(64)
-        if lc.llama_model_meta_val_str(self.model, key.encode(), buf, len(buf)) < 0:
-            return None
-        try:
-            return int(buf.value)
-        except ValueError:
-            return None
-
-    def _bytes_per_token(self) -> int:
-        """K and V bytes one token takes in every layer (float16 cache)."""
-        arch = ctypes.create_string_buffer(64)
-        lc.llama_model_meta_val_str(self.model, b"general.architecture", arch, len(arch))
-        prefix = arch.value.decode()
-        heads = int(lc.llama_model_n_head(self.model))
-        kv_heads = int(lc.llama_model_n_head_kv(self.model)) or heads
-        default = int(lc.llama_model_n_embd(self.model)) // max(heads, 1)
-        k = self._meta_int(f"{prefix}.attention.key_length") or default
-        v = self._meta_int(f"{prefix}.attention.value_length") or default
-        return int(lc.llama_model_n_layer(self.model)) * kv_heads * (k + v) * KV_BYTES
-
     def _pool_size(self, per_token: int) -> tuple[int, int]:
         """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS
         sessions at max_context lowered to the default budget; never less than one full session."""
         cfg = self.config
-        n_seq = min(cfg.max_sessions or lc.llama_max_parallel_sequences(), lc.llama_max_parallel_sequences())
+        most = lc.llama_max_parallel_sequences() - 1  # one id is kept for retired cells
+        n_seq = min(cfg.max_sessions or most, most)
         if cfg.memory_budget is not None:
             budget = cfg.memory_budget
         else:
@@ -278,7 +257,7 @@ class LlamaCppBackend:
         """Remove the sequence's cells and give its id back (what dropping a torch state does)."""
         if self._seqs.get(seq.id) is not seq:
             return
-        lc.llama_memory_seq_rm(self._mem, seq.id, -1, -1)
+        self.cells.give_up(seq.id, 0)
         del self._seqs[seq.id]
         self._free.append(seq.id)
         self._free.sort()
@@ -291,15 +270,12 @@ class LlamaCppBackend:
         return sum(s.n_past for s in self._seqs.values())
 
     def compact(self) -> bool:
-        """Move the pool's held cells together (llama.cpp's defragmentation), so a restored state,
-        which needs its cells in one run, fits where the free ones were scattered. False when
-        there was nothing to compact (a second call in a row)."""
-        if self._compacted_at == self.held_tokens():
-            return False
-        lc.llama_kv_self_defrag(self.ctx)
-        lc.llama_kv_self_update(self.ctx)
-        self._compacted_at = self.held_tokens()
-        return True
+        """Clear the retired cells out (each sequence stays in position order), so a restored
+        state, which needs its cells in one run, fits. False when there was nothing to clear."""
+        return self.cells.relayout(self._live())
+
+    def _live(self) -> dict[int, int]:
+        return {seq.id: seq.n_past for seq in self._seqs.values()}
 
     def state_nbytes(self, seq: Seq) -> int:
         return seq.n_past * self.pool.bytes_per_token
@@ -333,6 +309,7 @@ class LlamaCppBackend:
             i += k
             last.append(range(i - want, i))
         b.n_tokens = n
+        self.cells.make_room(n, self._live())
         try:
             began = time.perf_counter()
             rc = lc.llama_decode(self.ctx, b)
@@ -344,8 +321,9 @@ class LlamaCppBackend:
                    for span in last]
         except BaseException:
             for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
-                lc.llama_memory_seq_rm(self._mem, seq.id, seq.n_past, -1)
+                self.cells.undo_step(seq.id, seq.n_past)
             raise
+        self.cells.placed(n)
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out
@@ -390,7 +368,7 @@ class LlamaCppBackend:
         keep = seq.n_past - n
         if self._swa and lc.llama_memory_seq_pos_min(self._mem, seq.id) > max(0, keep - self._swa):
             return False
-        if not lc.llama_memory_seq_rm(self._mem, seq.id, keep, -1):
+        if not self.cells.give_up(seq.id, keep):
             return False
         seq.n_past = keep
         return True
@@ -423,10 +401,13 @@ class LlamaCppBackend:
             raise CapacityError(f"{path.name} holds {held} tokens; the KV pool has {free} of {self.pool.tokens} free")
         seq = self.new_state()
         if held:
+            self.cells.make_room(held, self._live())
             data = np.ascontiguousarray(data, dtype=np.uint8)
             read = lc.llama_state_seq_set_data(
                 self.ctx, data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), data.size, seq.id)
             seq.n_past = int(lc.llama_memory_seq_pos_max(self._mem, seq.id)) + 1
+            if read:
+                self.cells.placed(max(seq.n_past, 0))
             if not read or seq.n_past != held:
                 self.free_state(seq)
                 raise StateFileError(f"{path.name}: llama.cpp could not restore its {held} tokens into this model")

@@ -13,7 +13,8 @@ session may append drafted tokens (engine/drafts/lookup.py) after its last token
   reply has the model's distribution, a greedy reply is the argmax chain, the sampler draws one
   number per token as without drafts (seeded sampled replies, which step alone, draft nothing),
   and a token the grammar forbids (masked to -inf) is never accepted;
-- the cells of the rejected drafts are removed (`llama_memory_seq_rm`, the backend's `trim`).
+- the cells of the rejected drafts leave the sequence (the backend's `trim`; llama.cpp's are retired,
+  engine/backends/llamacpp_cells.py, so no neighbour's next token lands below its cells).
 
 Adaptive, never a loss: each session keeps a running estimate of how often its drafts are accepted,
 and the engine a running fit of what one more row costs a round. A round gets a draft only where

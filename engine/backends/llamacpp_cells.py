@@ -1,0 +1,113 @@
+"""Every sequence's cells in position order in llama.cpp's shared K/V pool, so a session's logits do
+not depend on who shared the pool before it.
+
+Why: llama.cpp's CPU flash attention walks the pool's cells in cell order, skipping the cells of
+other sequences, and accumulates in float16. A sequence whose later tokens land in cells *below* its
+earlier ones (in a hole another sequence left) sums the same terms in another order and gets other
+logits: up to 0.93 apart on the bundled model, enough to tip a greedy token (measured: a session
+continued after a neighbour was freed below it, against the same session alone; 0.0 when no hole
+was left). The server's "same text alone and beside others" failed on exactly that.
+
+llama.cpp puts a new token in the first free cell at or after its head, and moves the head back to
+any cell a removal frees; its own defragmentation fills holes from the end, reordering cells. It
+has no call to choose a cell. So holes are never left below the head:
+
+- cells a sequence gives up (a closed or parked session, rejected drafts, a shortened reply) are
+  *retired*: handed to a sequence id no session uses (`llama_memory_seq_cp`) before they leave
+  their own (`llama_memory_seq_rm`). They stay occupied and masked for everyone, so new tokens
+  always go above every cell in use, each sequence's in position order;
+- when the retired cells would crowd out a step (or outnumber the live ones), the pool is laid out
+  again: every live sequence's cells are read out (`llama_state_seq_get_data`, in cell order, which
+  is position order), the pool is cleared and they are written back one sequence after another,
+  each in one run. That copies what the pool holds, at most about once per cell retired.
+
+Models whose memory is not only attention cells (recurrent or hybrid state, a sliding window that
+llama.cpp prunes by itself) keep plain removal: their removal rules differ, and llama.cpp frees
+sliding-window cells on its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import time
+
+import llama_cpp as lc
+
+log = logging.getLogger(__name__)
+
+RELAYOUT_MIN_RETIRED = 512
+"""Retired cells tolerated before they are cleared out even when the pool has room: beyond this and
+beyond the live cells' count, attention walks mostly dead cells."""
+
+
+class CellOrder:
+    """Where the next token goes in the pool (`top`), retiring instead of freeing, and re-laying out."""
+
+    def __init__(self, ctx, mem, size: int, retired_id: int, ordered: bool) -> None:
+        self.ctx, self.mem, self.size = ctx, mem, size
+        self.retired_id = retired_id
+        """A sequence id no session gets: it holds the retired cells."""
+        self.ordered = ordered
+        """False where plain removal stays (recurrent, hybrid or sliding-window memory)."""
+        self.top = 0
+        """Cells in use from the start of the pool, live or retired: where the next token goes."""
+        self.retired = 0
+        self.relayouts = 0
+        """How many times the pool was laid out again (read by tests and the bench)."""
+
+    def placed(self, n: int) -> None:
+        """`n` cells were just taken above `top` (a step, or a restored state)."""
+        self.top += n
+
+    def give_up(self, seq_id: int, p0: int) -> bool:
+        """Take positions `p0` onward from `seq_id` (all of it with 0); False where llama.cpp refused."""
+        if not self.ordered:
+            return bool(lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1))
+        before = lc.llama_memory_seq_pos_max(self.mem, seq_id) + 1
+        if before <= p0:
+            return True
+        lc.llama_memory_seq_cp(self.mem, seq_id, self.retired_id, p0, -1)
+        if not lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1):  # attention-only memory never refuses
+            return False
+        self.retired += before - p0
+        return True
+
+    def undo_step(self, seq_id: int, p0: int) -> None:
+        """Drop the cells a failed step wrote for `seq_id`: they are the topmost, so removing them
+        leaves no hole under anyone (and llama.cpp may already have removed them)."""
+        lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1)
+
+    def make_room(self, n: int, live: dict[int, int]) -> None:
+        """Before `n` cells are taken: lay the pool out again when they would not fit above `top`,
+        or when retired cells outnumber the live ones. `live`: sequence id -> positions held."""
+        if not self.ordered or not self.retired:
+            return
+        held = sum(live.values())
+        if self.top + n > self.size or self.retired > max(held, RELAYOUT_MIN_RETIRED):
+            self.relayout(live)
+
+    def relayout(self, live: dict[int, int]) -> bool:
+        """Read every live sequence out, clear the pool and write them back, each in one run in
+        position order, retired cells gone. False when there was nothing retired to clear."""
+        if not self.retired:
+            return False
+        began = time.perf_counter()
+        saved = [(seq_id, self._read(seq_id)) for seq_id, held in live.items() if held]
+        lc.llama_memory_clear(self.mem, False)
+        self.top = self.retired = 0
+        for seq_id, data in saved:
+            read = lc.llama_state_seq_set_data(self.ctx, data, len(data), seq_id)
+            if not read:  # cannot happen: the pool was just emptied and held these cells
+                raise RuntimeError(f"llama.cpp could not write sequence {seq_id} back while re-laying out its pool")
+            self.top += live[seq_id]
+        self.relayouts += 1
+        log.debug("llama.cpp pool laid out again: %d tokens of %d sequences in %.1f ms",
+                  self.top, len(saved), (time.perf_counter() - began) * 1e3)
+        return True
+
+    def _read(self, seq_id: int):
+        size = lc.llama_state_seq_get_size(self.ctx, seq_id)
+        buf = (ctypes.c_uint8 * size)()
+        written = lc.llama_state_seq_get_data(self.ctx, buf, size, seq_id)
+        return (ctypes.c_uint8 * written).from_buffer(buf) if written != size else buf

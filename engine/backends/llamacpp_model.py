@@ -1,0 +1,53 @@
+"""What a loaded llama.cpp model says of itself: its description, K/V bytes per token, and whether
+its memory is attention cells alone. Read on the engine thread, right after the model loads."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+import llama_cpp as lc
+
+
+def describe(model) -> str:
+    """llama.cpp's one-line description, e.g. "llama 135M Q4_1"."""
+    buf = ctypes.create_string_buffer(256)
+    lc.llama_model_desc(model, buf, len(buf))
+    return buf.value.decode(errors="replace")
+
+
+def meta_int(model, key: str) -> Optional[int]:
+    """A GGUF metadata value as an int; None when absent or not a number."""
+    buf = ctypes.create_string_buffer(64)
+    if lc.llama_model_meta_val_str(model, key.encode(), buf, len(buf)) < 0:
+        return None
+    try:
+        return int(buf.value)
+    except ValueError:
+        return None
+
+
+def bytes_per_token(model, kv_bytes: int) -> int:
+    """K and V bytes one token takes in every layer, at `kv_bytes` per element."""
+    arch = ctypes.create_string_buffer(64)
+    lc.llama_model_meta_val_str(model, b"general.architecture", arch, len(arch))
+    prefix = arch.value.decode()
+    heads = int(lc.llama_model_n_head(model))
+    kv_heads = int(lc.llama_model_n_head_kv(model)) or heads
+    default = int(lc.llama_model_n_embd(model)) // max(heads, 1)
+    k = meta_int(model, f"{prefix}.attention.key_length") or default
+    v = meta_int(model, f"{prefix}.attention.value_length") or default
+    return int(lc.llama_model_n_layer(model)) * kv_heads * (k + v) * kv_bytes
+
+
+def attention_only(model) -> bool:
+    """Whether the model's memory is attention cells alone: not recurrent, no convolution or SSM
+    state beside attention (a hybrid's GGUF keys say `ssm` or `shortconv`), no sliding window."""
+    if lc.llama_model_n_swa(model) or lc.llama_model_is_recurrent(model):
+        return False
+    key = ctypes.create_string_buffer(256)
+    for i in range(lc.llama_model_meta_count(model)):
+        lc.llama_model_meta_key_by_index(model, i, key, len(key))
+        if b".ssm." in key.value or b".shortconv." in key.value:
+            return False
+    return True

@@ -1,0 +1,108 @@
+"""A session's logits on llama.cpp do not depend on what the shared K/V pool held before it: a
+session continued after a neighbour was closed, parked, or had drafts rejected below its cells gets
+exactly the logits of the same tokens in a fresh engine (llama.cpp's flash attention sums a
+sequence's cells in cell order; engine/backends/llamacpp_cells.py keeps that order the position
+order). Before, a hole left below a session took its next tokens and moved its logits by up to 0.93
+on the bundled model, and the server's greedy replies changed beside others."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
+
+PROMPT = [(7 * i + 11) % 400 + 20 for i in range(30)]
+FOLLOW = [(13 * i + 5) % 400 + 20 for i in range(12)]
+
+
+def alone(backend) -> list[np.ndarray]:
+    """Logits of PROMPT then FOLLOW, one token at a time, in a pool that held nothing before."""
+    seq = backend.new_state()
+    try:
+        backend.step([(seq, PROMPT)])
+        return [backend.step([(seq, [t])])[0] for t in FOLLOW][1:]
+    finally:
+        backend.free_state(seq)
+
+
+def after_churn(backend, churn: str, beside: bool) -> list[np.ndarray]:
+    """The same, after a neighbour took cells before it and gave some up below its newest cell
+    (`churn`), with another session decoding in the same steps when `beside`."""
+    neighbour = backend.new_state()
+    backend.step([(neighbour, list(range(100, 150)))])
+    seq = backend.new_state()
+    backend.step([(seq, PROMPT)])
+    if churn == "closed":
+        backend.step([(seq, FOLLOW[:1])])
+        backend.free_state(neighbour)
+    elif churn == "rejected drafts":  # the neighbour's 5 rejected drafts lie below seq's newest cell
+        backend.step([(neighbour, list(range(200, 206)))], rows=[6])
+        backend.step([(seq, FOLLOW[:1])])
+        assert backend.trim(neighbour, 5)
+    other = backend.new_state()
+    try:
+        if beside:
+            return [backend.step([(seq, [t]), (other, [t + 1])])[0] for t in FOLLOW[1:]]
+        return [backend.step([(seq, [t])])[0] for t in FOLLOW[1:]]
+    finally:
+        for s in (seq, other, neighbour):
+            backend.free_state(s)
+
+
+def fresh_logits(engine_factory, how: str, churn: str = "", beside: bool = False) -> list[np.ndarray]:
+    engine = engine_factory()
+    try:
+        return engine._call(lambda w: alone(w.backend) if how == "alone" else after_churn(w.backend, churn, beside))
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("churn", ["closed", "rejected drafts"])
+def test_a_session_after_a_neighbour_gave_cells_up_gets_its_logits_alone(make_engine, tiny_models, churn):
+    def engine():
+        return make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4)
+
+    # alone (no neighbour in its steps): the tiny model's float32 weights take other matmul paths
+    # for one row and for two on some CPUs, so only the cells' order is what differs here
+    solo = fresh_logits(engine, "alone")
+    churned = fresh_logits(engine, "churn", churn)
+    assert [float(np.abs(a - b).max()) for a, b in zip(solo, churned)] == [0.0] * (len(FOLLOW) - 1)
+
+
+def test_the_bundled_model_after_a_neighbour_closed_gets_its_logits_alone():
+    from engine import Engine, EngineConfig
+
+    def engine():
+        return Engine.load("bundled:smollm2-135m-instruct", EngineConfig(backend="llamacpp", max_context=512,
+                                                                           max_sessions=4))
+
+    solo = fresh_logits(engine, "alone")
+    churned = fresh_logits(engine, "churn", "closed", beside=True)  # its quantized weights: exact beside others too
+    assert [float(np.abs(a - b).max()) for a, b in zip(solo, churned)] == [0.0] * (len(FOLLOW) - 1)
+
+
+def test_retired_cells_are_cleared_out_when_a_step_needs_their_room(make_engine, tiny_models):
+    # a pool of 256 cells: three sessions of 80 tokens come and go; the next prompt needs their room
+    engine = make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4,
+                         memory_budget=256 * 2 * 2 * (16 + 16) * 2)
+
+    def churn(w):
+        b = w.backend
+        b.compact()  # the load-time probe's scratch cells
+        for start in (0, 80, 160):
+            s = b.new_state()
+            b.step([(s, list(range(20 + start, 100 + start)))])
+            b.free_state(s)
+        before = b.cells.relayouts
+        keep = b.new_state()
+        b.step([(keep, PROMPT)])
+        out = [b.step([(keep, [t])])[0] for t in FOLLOW][1:]
+        b.free_state(keep)
+        return before, b.cells.relayouts, out
+
+    before, after, churned = engine._call(churn)
+    assert after == before + 1  # 240 retired cells + 30 new ones do not fit in 256
+    solo = fresh_logits(lambda: make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4),
+                        "alone")
+    assert [float(np.abs(a - b).max()) for a, b in zip(solo, churned)] == [0.0] * (len(FOLLOW) - 1)
