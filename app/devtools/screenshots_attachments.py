@@ -11,6 +11,8 @@ chip, and one offering to attach the part that fits), and attachments.png is wri
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 import tempfile
 from pathlib import Path
@@ -75,7 +77,9 @@ def main(argv: list[str]) -> int:
 
     window.show_conversation(None)
     settle(qapp, 0.5)
-    sent = tuple(read_file(files[k]).attachment() for k in ("pdf", "csv"))
+    # with the model's exact counts, stored as the composer stores them when a message is sent
+    sent = tuple(dataclasses.replace(a, tokens=confab.engine.count_tokens(a.text), tokens_exact=True)
+                 for a in (read_file(files[k]).attachment() for k in ("pdf", "csv")))
     question = "Summarize the minutes and the river levels in three bullet points."
 
     def write(store) -> int:
