@@ -323,7 +323,8 @@ class LlamaCppBackend:
             for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
                 self.cells.undo_step(seq.id, seq.n_past)
             raise
-        self.cells.placed(n)
+        last_seq, last_tokens = items[-1]
+        self.cells.placed(n, (last_seq.id, last_seq.n_past, last_seq.n_past + len(last_tokens)))
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out

@@ -90,10 +90,14 @@ def test_retired_cells_are_cleared_out_when_a_step_needs_their_room(make_engine,
     def churn(w):
         b = w.backend
         b.compact()  # the load-time probe's scratch cells
+        bystander = b.new_state()
         for start in (0, 80, 160):
             s = b.new_state()
             b.step([(s, list(range(20 + start, 100 + start)))])
+            b.step([(bystander, [7])])  # so s's cells are not the topmost: they are retired, not freed
             b.free_state(s)
+        assert b.cells.retired == 240
+        b.free_state(bystander)
         before = b.cells.relayouts
         keep = b.new_state()
         b.step([(keep, PROMPT)])
@@ -102,7 +106,28 @@ def test_retired_cells_are_cleared_out_when_a_step_needs_their_room(make_engine,
         return before, b.cells.relayouts, out
 
     before, after, churned = engine._call(churn)
-    assert after == before + 1  # 240 retired cells + 30 new ones do not fit in 256
+    assert after == before + 1  # 243 retired cells + 30 new ones do not fit in 256
     solo = fresh_logits(lambda: make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4),
                         "alone")
     assert [float(np.abs(a - b).max()) for a, b in zip(solo, churned)] == [0.0] * (len(FOLLOW) - 1)
+
+
+def test_the_topmost_cells_are_freed_outright(make_engine, tiny_models):
+    # rejected drafts of the last item of a round (where drafted rows go) leave no dead cells behind
+    engine = make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4)
+
+    def drafts(w):
+        b = w.backend
+        a, last = b.new_state(), b.new_state()
+        b.step([(a, PROMPT), (last, PROMPT)])
+        retired, top = b.cells.retired, b.cells.top
+        b.step([(a, [5]), (last, [5, 6, 7, 8])], rows=[1, 4])
+        assert b.trim(last, 3)  # three of its drafts rejected: the topmost cells
+        assert (b.cells.retired, b.cells.top) == (retired, top + 2)
+        b.step([(last, [9, 10]), (a, [6])], rows=[2, 1])
+        assert b.trim(last, 1)  # no longer the topmost: retired, so no hole is left below a's newest cell
+        assert (b.cells.retired, b.cells.top) == (retired + 1, top + 5)
+        for s in (a, last):
+            b.free_state(s)
+
+    engine._call(drafts)
