@@ -39,7 +39,7 @@ from ..correctness.cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError, StateFileError
 from .thread_policy import ThreadPolicy
 from . import llamacpp_model as model_meta
-from .llamacpp_cells import CellOrder
+from .llamacpp_cells import CellOrder, read_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .torch_threads import thread_count
 
@@ -380,10 +380,7 @@ class LlamaCppBackend:
 
         data = np.zeros(0, dtype=np.uint8)
         if seq.n_past:
-            size = lc.llama_state_seq_get_size(self.ctx, seq.id)
-            buf = (ctypes.c_uint8 * size)()
-            written = lc.llama_state_seq_get_data(self.ctx, buf, size, seq.id)
-            data = np.frombuffer(buf, dtype=np.uint8, count=written).copy()
+            data = np.frombuffer(read_sequence(self.ctx, seq.id), dtype=np.uint8).copy()
         save_file({"llama_seq": data}, str(path), metadata={**metadata, "llama_tokens": str(seq.n_past)})
 
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:

@@ -113,7 +113,7 @@ class CellOrder:
         if not self.retired:
             return False
         began = time.perf_counter()
-        saved = [(seq_id, self._read(seq_id)) for seq_id, held in live.items() if held]
+        saved = [(seq_id, read_sequence(self.ctx, seq_id)) for seq_id, held in live.items() if held]
         lc.llama_memory_clear(self.mem, False)
         self.top = self.retired = 0
         self._last = (-1, 0, 0)
@@ -127,8 +127,10 @@ class CellOrder:
                   self.top, len(saved), (time.perf_counter() - began) * 1e3)
         return True
 
-    def _read(self, seq_id: int):
-        size = lc.llama_state_seq_get_size(self.ctx, seq_id)
-        buf = (ctypes.c_uint8 * size)()
-        written = lc.llama_state_seq_get_data(self.ctx, buf, size, seq_id)
-        return (ctypes.c_uint8 * written).from_buffer(buf) if written != size else buf
+
+def read_sequence(ctx, seq_id: int):
+    """One sequence's cells as llama.cpp serializes them (a ctypes byte array), for a state file or a relayout."""
+    size = lc.llama_state_seq_get_size(ctx, seq_id)
+    buf = (ctypes.c_uint8 * size)()
+    written = lc.llama_state_seq_get_data(ctx, buf, size, seq_id)
+    return (ctypes.c_uint8 * written).from_buffer(buf) if written != size else buf
