@@ -309,7 +309,7 @@ class LlamaCppBackend:
             i += k
             last.append(range(i - want, i))
         b.n_tokens = n
-        self.cells.make_room(n, self._live())
+        self.cells.make_room(n, self._live)
         try:
             began = time.perf_counter()
             rc = lc.llama_decode(self.ctx, b)
@@ -399,7 +399,7 @@ class LlamaCppBackend:
             raise CapacityError(f"{path.name} holds {held} tokens; the KV pool has {free} of {self.pool.tokens} free")
         seq = self.new_state()
         if held:
-            self.cells.make_room(held, self._live())
+            self.cells.make_room(held, self._live)
             data = np.ascontiguousarray(data, dtype=np.uint8)
             read = lc.llama_state_seq_set_data(
                 self.ctx, data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), data.size, seq.id)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import time
+from typing import Callable
 
 import llama_cpp as lc
 
@@ -98,14 +99,16 @@ class CellOrder:
         leaves no hole under anyone (and llama.cpp may already have removed them)."""
         lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1)
 
-    def make_room(self, n: int, live: dict[int, int]) -> None:
+    def make_room(self, n: int, live: Callable[[], dict[int, int]]) -> None:
         """Before `n` cells are taken: lay the pool out again when they would not fit above `top`,
-        or when the retired cells are too many to walk past. `live`: sequence id -> positions held."""
+        or when the retired cells are too many to walk past. `live()`: sequence id -> positions
+        held, asked only when there are retired cells (this runs before every step)."""
         if not self.ordered or not self.retired:
             return
-        held = sum(live.values())
-        if self.top + n > self.size or self.retired > max(held // RELAYOUT_LIVE_SHARE, RELAYOUT_MIN_RETIRED):
-            self.relayout(live)
+        held = live()
+        if self.top + n > self.size or self.retired > max(sum(held.values()) // RELAYOUT_LIVE_SHARE,
+                                                           RELAYOUT_MIN_RETIRED):
+            self.relayout(held)
 
     def relayout(self, live: dict[int, int]) -> bool:
         """Read every live sequence out, clear the pool and write them back, each in one run in
