@@ -21,7 +21,7 @@ from . import backends, capacity
 from .reply import toolcalls
 from .capacity import text_config
 from .reply.constraint import Constraint, Guides
-from .errors import EngineError, InvalidRequestError
+from .errors import EngineError, InvalidRequestError, ModelLoadError
 from .models import ModelFolder, resolve
 from .models.sources import locate
 from .runner import Runner
@@ -112,6 +112,12 @@ class Engine:
         """Which backend runs and why, in one line: e.g. "llama.cpp: a GGUF file runs as stored", or
         why a GGUF fell back to torch ("torch: llama-cpp-python does not import (...)")."""
         return self._worker.backend_reason
+
+    @property
+    def draft_model(self) -> str:
+        """The draft model's name and weight format when one guesses tokens (EngineConfig.draft_model), else ""."""
+        model = getattr(self._worker, "draft_model", None)
+        return model.describe() if model is not None else ""
 
     @property
     def kernel_check(self):
@@ -300,6 +306,9 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
             warm_up(config.max_context, config.max_batch, lambda f, m: report(0.9 + 0.1 * f, m))
         codec = TextCodec(model.tokenizer_folder)
         worker = Worker(backend, codec, model, config)
+        if config.draft_model:
+            report(0.95, f"loading the draft model {config.draft_model}")
+            worker.draft_model = _load_draft(config, backend, choice)
         check = getattr(backend, "kernel_check", None)  # llama.cpp's load-time kernel check
         worker.backend_reason = reason + (f"; {check.note}" if check is not None and check.note else "")
     except BaseException:
@@ -309,6 +318,20 @@ def _load(source: str, config: EngineConfig, progress: Optional[Progress]) -> Wo
     worker.load_seconds = time.perf_counter() - started
     report(1.0, f"loaded {model.name} in {worker.load_seconds:.1f} s")
     return worker
+
+
+def _load_draft(config: EngineConfig, backend, choice: str):
+    """The draft model beside `backend` (engine/drafts/draft_model.py); ModelLoadError, saying why,
+    where it cannot draft: another backend than llama.cpp, a folder, another vocabulary."""
+    if choice != "llamacpp":
+        raise ModelLoadError(f"a draft model runs beside a model on llama.cpp (a .gguf file); this model "
+                             f"runs on {choice}")
+    from .drafts.draft_model import DraftModel
+
+    kind, path, name = locate(config.draft_model)
+    if kind != "gguf":
+        raise ModelLoadError(f"the draft model must be a .gguf file, not the folder {path.name}")
+    return DraftModel.load(path, name, backend, config)
 
 
 def _fit_context(config: EngineConfig, model: ModelFolder) -> EngineConfig:

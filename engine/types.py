@@ -46,6 +46,10 @@ class EngineConfig:
     """llama.cpp: draft tokens from each session's own context and check them in the round's joint
     forward (engine/drafts/speculative.py); the same tokens, sooner where replies repeat their context.
     False turns it off for every reply (SamplingParams.speculative turns it off for one)."""
+    draft_model: Optional[str] = None
+    """llama.cpp: a small .gguf of the same vocabulary (e.g. the 135M of a 1.7B's family) that also
+    guesses each reply's next tokens, for the model to check in the same forward
+    (engine/drafts/draft_model.py); a source as for Engine.load. None: lookup drafts only."""
 
     def __post_init__(self) -> None:
         for name in ("backend", "device", "dtype"):
@@ -61,6 +65,8 @@ class EngineConfig:
         for name in ("deterministic", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if self.draft_model is not None and not isinstance(self.draft_model, str):
+            raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
             raise InvalidRequestError(f"backend must be auto, torch, mlx or llamacpp, not {self.backend!r}")
         if self.device not in ("auto", "cuda", "cpu", "metal"):

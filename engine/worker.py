@@ -58,6 +58,8 @@ class Worker:
         self.room = Room(self) if self.pool is not None else None
         """Admission into the shared pool, and parking of idle or younger turns when it is full."""
         self.backend_reason = ""
+        self.draft_model = None
+        """A small model of the same vocabulary that guesses tokens (engine/drafts/draft_model.py), if loaded."""
         self.vocab_size = 0
         self.load_seconds = 0.0
 
@@ -82,6 +84,8 @@ class Worker:
         slot = self.slots.get(session_id)
         self._release(slot)
         self.slots.pop(session_id, None)
+        if self.draft_model is not None:
+            self.draft_model.forget(session_id)
         if slot is not None:
             self._end_job(slot, "cancelled")
             self.drop_state(slot)
@@ -396,6 +400,8 @@ class Worker:
                 job.out.put(Failed(EngineError(failure)))
             slot.job, slot.state = None, None
         self.slots.clear()
+        if self.draft_model is not None:
+            self.draft_model.close()
         self.backend.close()
         if self.room is not None:
             self.room.close()

@@ -50,6 +50,9 @@ ACCEPT_WEIGHT = 0.15
 RECOVER = 0.01
 """Per round without drafts, the estimate drifts this share back toward PRIOR_ACCEPT, so a session
 whose drafts failed earlier tries again now and then (a reply may start quoting later)."""
+MODEL_MIN_ACCEPT = 0.3
+"""Below this running acceptance a session's drafts are not worth the draft model's forwards (the
+estimate drifts back up, so it asks again now and then)."""
 PRIOR_ROW_COST = 0.25
 """One more row's cost as a share of a one-row round, until the engine has measured its own."""
 COST_DECAY = 0.98
@@ -68,9 +71,9 @@ class DraftState:
     accepted: int = 0
 
     def verdict(self, drafted: int, accepted: int) -> None:
-        """Update the estimate from one round: `accepted` leading drafts matched, the next (if any) did not."""
-        self.drafted += drafted
-        self.accepted += accepted
+        """Update the estimate from one round: `accepted` leading drafts matched, the next (if any) did not.
+        (The counts are kept by `Speculator.settle` as each draft is taken, before a reply's last
+        token ends it and its stats are read.)"""
         for _ in range(accepted):
             self.accept += ACCEPT_WEIGHT * (1.0 - self.accept)
         if accepted < drafted:
@@ -85,6 +88,27 @@ class RowCost:
     """A running least-squares fit of a decode round's seconds against its rows (T = a + b·rows)."""
 
     sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # n, Σx, Σy, Σx², Σxy
+
+    def _model_guesses(self, decoding: list[tuple["Job", "Slot", list[int]]],
+                       proposals: list[tuple[Any, list[int]]]) -> list[tuple[Any, list[int]]]:
+        """The draft model's guesses (engine/drafts/draft_model.py) for the sessions whose drafts have
+        been taken often enough to be worth its forwards. A lookup that starts with the same tokens
+        and goes further is used instead: the model vouches for its start, the repeat for the rest."""
+        wants = []
+        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
+            if state is not None and state.accept >= MODEL_MIN_ACCEPT:
+                k = min(self._room(job, slot), 1 + round(state.accept / (1.0 - state.accept)))
+                if k > 0:
+                    wants.append((job.session.id, slot.fed + feed[:1], k))
+        guesses = self.worker.draft_model.propose(wants)
+        out = []
+        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
+            guess = guesses.get(job.session.id, [])
+            if guess and job.guide is not None:
+                guess = guess[:job.guide.allows(guess)]
+            agrees = guess and proposal[:len(guess)] == guess
+            out.append((state, proposal if agrees or not guess else guess))
+        return out
 
     def observe(self, rows: int, seconds: float) -> None:
         for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
@@ -176,10 +200,12 @@ class Speculator:
         # candidates: (chance the j-th draft is used, session index, its proposal)
         proposals: list[tuple[Any, list[int]]] = []
         candidates: list[tuple[float, int]] = []
-        for i, (job, slot, feed) in enumerate(decoding):
+        for job, slot, feed in decoding:
             state = self._state(job)
-            proposal = self._propose(job, slot, state)
-            proposals.append((state, proposal))
+            proposals.append((state, self._propose(job, slot, state)))
+        if getattr(self.worker, "draft_model", None) is not None:
+            proposals = self._model_guesses(decoding, proposals)
+        for i, (state, proposal) in enumerate(proposals):
             p = 1.0
             for _ in proposal:
                 p *= state.accept
@@ -214,6 +240,27 @@ class Speculator:
             proposal = proposal[:job.guide.allows(proposal)]
         return proposal
 
+    def _model_guesses(self, decoding: list[tuple["Job", "Slot", list[int]]],
+                       proposals: list[tuple[Any, list[int]]]) -> list[tuple[Any, list[int]]]:
+        """The draft model's guesses (engine/drafts/draft_model.py) for the sessions whose drafts have
+        been taken often enough to be worth its forwards. A lookup that starts with the same tokens
+        and goes further is used instead: the model vouches for its start, the repeat for the rest."""
+        wants = []
+        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
+            if state is not None and state.accept >= MODEL_MIN_ACCEPT:
+                k = min(self._room(job, slot), 1 + round(state.accept / (1.0 - state.accept)))
+                if k > 0:
+                    wants.append((job.session.id, slot.fed + feed[:1], k))
+        guesses = self.worker.draft_model.propose(wants)
+        out = []
+        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
+            guess = guesses.get(job.session.id, [])
+            if guess and job.guide is not None:
+                guess = guess[:job.guide.allows(guess)]
+            agrees = guess and proposal[:len(guess)] == guess
+            out.append((state, proposal if agrees or not guess else guess))
+        return out
+
     def observe(self, rows: int, seconds: float) -> None:
         """A decode round's size and time (rounds with a prompt chunk are not representative)."""
         self.cost.observe(rows, seconds)
@@ -222,25 +269,29 @@ class Speculator:
     def settle(self, job: "Job", slot: "Slot", feed: list[int], rows: Any) -> None:
         """Take `job`'s tokens from the logits `rows` of `feed` (its last token and its drafts): row i
         is used while the token sampled from row i-1 equals feed[i]. Then drop the rejected cells."""
-        w, backend = self.worker, self.worker.backend
+        w, backend, state = self.worker, self.worker.backend, job.drafter
         drafts = len(feed) - 1
         accepted = 0
+        self.drafted += drafts
+        if state is not None:
+            state.drafted += drafts
         try:
             for i in range(len(feed)):
                 w._after_forward(job, slot, [feed[i]], rows[i], backend.state_nbytes(slot.state))
                 if slot.job is not job or i == drafts or job.generated[-1] != feed[i + 1]:
                     break
                 accepted += 1
+                self.accepted += 1
+                if state is not None:
+                    state.accepted += 1
         finally:
             extra = backend.held_tokens(slot.state) - len(slot.fed)
             if extra > 0 and not backend.trim(slot.state, extra):
                 w.drop_state(slot)  # never keep cells the session does not own
                 raise RuntimeError("the rejected drafted tokens could not be removed from the session's state")
             job.session._state_nbytes = backend.state_nbytes(slot.state)
-            if job.drafter is not None:
-                job.drafter.verdict(drafts, accepted)
-            self.drafted += drafts
-            self.accepted += accepted
+            if state is not None:
+                state.verdict(drafts, accepted)
 
 
 def drafted(job: "Job", feed: list[int]) -> bool:
