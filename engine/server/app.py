@@ -82,13 +82,12 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     @app.get("/v1/models")
     async def models() -> dict:
         engine = host.pool().engine
-        return {"object": "list", "data": [
-            {"id": engine.source, "object": "model", "created": int(started), "owned_by": "confab"}]}
+        return {"object": "list", "data": [{**_card(engine, started), "id": engine.source}]}
 
     @app.get("/v1/models/{model:path}")  # a model id may be a path
     async def model(model: str) -> dict:
         host.check_model(model)  # 404 for any other model
-        return {"id": model, "object": "model", "created": int(started), "owned_by": "confab"}
+        return {**_card(host.pool().engine, started), "id": model}
 
     @app.get("/v1/sessions")
     async def sessions(request: Request) -> dict:
@@ -172,3 +171,12 @@ async def _respond(kind: str, pool, body, begin, request: Request, logprobs: boo
 
 
 
+
+
+def _card(engine, started: float) -> dict:
+    """An OpenAI model object, plus Confab's `drafting`: whether replies are sped up by drafted tokens
+    (llama.cpp's lookups; `draft_model` names the small model that also guesses, when one is loaded)."""
+    config = getattr(engine, "config", None)
+    on = bool(getattr(config, "speculative", False)) and getattr(engine, "backend", "") == "llamacpp"
+    return {"object": "model", "created": int(started), "owned_by": "confab",
+            "drafting": {"enabled": on, "draft_model": (getattr(engine, "draft_model", "") or None) if on else None}}

@@ -30,6 +30,9 @@ def add_parser(sub) -> None:
     serve.add_argument("--no-speculative", dest="speculative", action="store_false",
                        help="llama.cpp: never draft tokens (on by default; a request's \"speculative\": false "
                             "turns it off for that request)")
+    serve.add_argument("--draft-model", default=None, metavar="SOURCE",
+                       help="llama.cpp: a small .gguf of the same vocabulary that also guesses tokens for the "
+                            "model to check (e.g. the 135M of a 1.7B's family)")
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
 
@@ -51,7 +54,8 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     config = EngineConfig(backend=args.backend, dtype=args.dtype, max_context=args.max_context,
-                          max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True))
+                          max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
+                          draft_model=args.draft_model)
     print(f"loading {args.model} …", file=sys.stderr, flush=True)
     try:
         engine = Engine.load(args.model, config)
@@ -83,6 +87,8 @@ def _announce_when_started(server, args: argparse.Namespace, engine: Engine) -> 
             url = f"http://{shown}:{bound_port(server)}/v1"
             print(f"serving {engine.source} ({engine.model.name}, {engine.backend} {engine.device} {engine.dtype}) "
                   f"at {url}", flush=True)
+            if engine.draft_model:
+                print(f"drafting with {engine.draft_model}", flush=True)
             print("Ctrl+C stops the server", file=sys.stderr, flush=True)
 
     server.startup = startup
