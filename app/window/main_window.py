@@ -231,7 +231,7 @@ class MainWindow(QMainWindow):
 
     def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0,
                   precision: str = "", precision_reason: str = "", backend_reason: str = "",
-                  kernel_warning: str = "") -> None:
+                  kernel_warning: str = "", draft_model: str = "") -> None:
         """Show the loaded model (its name; then the backend it runs on, the device, the precision
         its weights compute in, and why) and, from then on, its capacity and how much of its
         context (`max_context` tokens) the conversation shown fills."""
@@ -242,9 +242,12 @@ class MainWindow(QMainWindow):
         # a failed kernel check (llama.cpp fell back to plain kernels) is said in the bar itself, in both
         # forms; the whole reason is in the tooltip's "Why", which backend_reason carries
         warning = " · kernel check failed" if kernel_warning else ""
-        self.backend_label.setText(backend_text(backend, device, precision) + warning,
-                                   backend_compact(backend, device) + warning)
-        self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason))
+        drafting = f" · drafting with {short_model(draft_model.split(' (')[0])}" if draft_model else ""
+        self.backend_label.setText(backend_text(backend, device, precision) + warning + drafting,
+                                   backend_compact(backend, device) + warning + (" · drafting" if draft_model else ""))
+        self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason)
+                                      + (f"\nDraft model: {draft_model} guesses tokens for the model to check"
+                                         if draft_model else ""))
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."
         self._demo = "smollm2-135m" in name.lower()
         self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))

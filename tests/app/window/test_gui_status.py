@@ -146,6 +146,15 @@ def test_a_failed_kernel_check_is_said_in_the_status_bar(window):
     assert window.backend_label.text() == "llama.cpp on CPU · Q4_1"
 
 
+def test_a_draft_model_is_said_in_the_status_bar(window):
+    window.set_model("SmolLM2-1.7B-Instruct", "llamacpp", "cpu", precision="Q4_0",
+                     draft_model="smollm2-135m-instruct (llama 256M Q4_1 (GGUF, as stored))")
+    assert window.backend_label.text() == "llama.cpp on CPU · Q4_0 · drafting with smollm2-135m-instruct"
+    assert "Draft model: smollm2-135m-instruct (llama 256M Q4_1" in window.backend_label.toolTip()
+    window.set_model("SmolLM2-1.7B-Instruct", "llamacpp", "cpu", precision="Q4_0")
+    assert "drafting" not in window.backend_label.text() and "Draft" not in window.backend_label.toolTip()
+
+
 def test_a_narrow_window_elides_each_part_and_keeps_its_whole_text(qtbot, window):
     window.set_model("SmolLM2-135M-Instruct", "torch", "cpu", precision="float32 · 4-bit weights")
     window.stats_label.setText("41.0 tok/s · TTFT 85 ms")
