@@ -92,6 +92,9 @@ class ConfabApp(QObject):
         self.loader.progress.connect(w.set_progress)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._load_failed)
+        self.loader.draft_refused.connect(
+            lambda why: self.window.show_load_error("The draft model was not used; the model runs without it.", why,
+                                                    "Could not use the draft model"))
         self.quick_chat.continue_requested.connect(self.continue_in_window)
         self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
@@ -128,7 +131,13 @@ class ConfabApp(QObject):
             self.window.set_state("loading", f"Loading {source}…")
             self.quick_chat.set_ready(False, "Loading model…")
         self.local_server.loading(source)  # API requests get 503 until the new model is ready
-        self.loader.load(source, self.config, api_key=self.settings.server_api_key or None)
+        self.loader.load(source, self._config_for(source), api_key=self.settings.server_api_key or None)
+
+    def _config_for(self, source: str) -> EngineConfig:
+        """The engine's settings for `source`: a draft model (the command line's, else Settings', while
+        drafting is on) for a model of this computer's; a server's model has its own."""
+        draft = self.config.draft_model or (self.settings.draft_model if self.settings.speculative else None)
+        return replace(self.config, draft_model=None if parse_remote_source(source) else draft)
 
     def pick_model(self) -> None:
         loaded = self.engine.model.name if self.engine is not None else ""
@@ -211,8 +220,11 @@ class ConfabApp(QObject):
     def edit_settings(self) -> None:
         dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
         if dialog.exec() == QDialog.DialogCode.Accepted:
+            before = self._config_for(self.source).draft_model if self.source else None
             self.apply_settings(dialog.result_settings())
             save_settings(self.home, self.settings)
+            if self.engine is not None and self.engine.is_local and self._config_for(self.source).draft_model != before:
+                self.load(self.source)  # the draft model is part of the engine: load it again with or without
 
     def apply_settings(self, settings: AppSettings) -> None:
         self.settings = settings

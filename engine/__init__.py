@@ -23,7 +23,7 @@ from .cli.check import check_model
 from .reply.constraint import Constraint
 from .engine import Engine
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
-                     DownloadError, DownloadStopped, EngineError, InvalidRequestError, ModelLoadError,
+                     DownloadError, DownloadStopped, DraftModelError, EngineError, InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
 from .models.estimate import MemoryEstimate, estimate_memory
@@ -78,6 +78,7 @@ __all__ = [
     "EngineError",
     "InvalidRequestError",
     "ModelLoadError",
+    "DraftModelError",
     "NetworkError",
     "NoWeightsError",
     "NotOpenAIServerError",

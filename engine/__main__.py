@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="llama.cpp: tok/s with and without drafted tokens on code edits, free chat and 8 edits "
                             "at once (edit_speedup, chat_speedup, acceptance); --tokens bounds each reply (400 covers the whole "
                             "edited file)")
+    bench.add_argument("--draft-model", default=None, metavar="SOURCE",
+                       help="with --speculative: drafts also come from this small model of the same vocabulary")
 
     from .server.cli import add_parser as add_serve_parser
 

@@ -21,7 +21,7 @@ from . import backends, capacity
 from .reply import toolcalls
 from .capacity import text_config
 from .reply.constraint import Constraint, Guides
-from .errors import EngineError, InvalidRequestError, ModelLoadError
+from .errors import DraftModelError, EngineError, InvalidRequestError, ModelLoadError
 from .models import ModelFolder, resolve
 from .models.sources import locate
 from .runner import Runner
@@ -324,13 +324,16 @@ def _load_draft(config: EngineConfig, backend, choice: str):
     """The draft model beside `backend` (engine/drafts/draft_model.py); ModelLoadError, saying why,
     where it cannot draft: another backend than llama.cpp, a folder, another vocabulary."""
     if choice != "llamacpp":
-        raise ModelLoadError(f"a draft model runs beside a model on llama.cpp (a .gguf file); this model "
-                             f"runs on {choice}")
+        raise DraftModelError(f"a draft model runs beside a model on llama.cpp (a .gguf file); this model "
+                              f"runs on {choice}")
     from .drafts.draft_model import DraftModel
 
-    kind, path, name = locate(config.draft_model)
+    try:
+        kind, path, name = locate(config.draft_model)
+    except ModelLoadError as e:
+        raise DraftModelError(f"the draft model: {e}") from None
     if kind != "gguf":
-        raise ModelLoadError(f"the draft model must be a .gguf file, not the folder {path.name}")
+        raise DraftModelError(f"the draft model must be a .gguf file, not the folder {path.name}")
     return DraftModel.load(path, name, backend, config)
 
 

@@ -12,6 +12,11 @@ class ModelLoadError(EngineError):
     """The model source could not be resolved, converted or loaded."""
 
 
+class DraftModelError(ModelLoadError):
+    """The draft model (EngineConfig.draft_model) cannot draft for this model: the model itself would
+    load without it (the app then does, and says why)."""
+
+
 class CapacityError(EngineError):
     """Opening another session would exceed the engine's session capacity."""
 

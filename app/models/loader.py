@@ -5,6 +5,7 @@ progress, result or error come back to the GUI thread as signals.
     loader.progress.connect(show_progress)      # (fraction 0..1, message)
     loader.loaded.connect(use_engine)           # (engine, source)
     loader.failed.connect(show_error)           # (source, message): the previous model stays
+    loader.draft_refused.connect(say_why)       # (message): loaded without the draft model, and why
     loader.load("bundled:smollm2-135m-instruct", EngineConfig())
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import AnyEngine, EngineConfig, open_engine
+from engine import AnyEngine, DraftModelError, EngineConfig, open_engine
 
 from app.bridge import GuiRoute
 
@@ -29,6 +31,7 @@ class ModelLoader(QObject):
     progress = Signal(float, str)
     loaded = Signal(object, str)
     failed = Signal(str, str)
+    draft_refused = Signal(str)
 
     def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
         super().__init__(parent)
@@ -47,7 +50,12 @@ class ModelLoader(QObject):
 
         def work() -> None:
             try:
-                engine = open_engine(source, config, report, api_key=api_key)
+                try:
+                    engine = open_engine(source, config, report, api_key=api_key)
+                except DraftModelError as e:  # a draft model only speeds up: the model runs without it
+                    log.warning("%s loads without its draft model: %s", source, e)
+                    self._route.post(self._draft_refused, generation, str(e))
+                    engine = open_engine(source, replace(config, draft_model=None), report, api_key=api_key)
             except Exception as e:  # ModelLoadError, RemoteError and anything unexpected alike: show it
                 log.warning("could not load %s: %s", source, e)
                 self._route.post(self._failed, generation, source, str(e))
@@ -65,6 +73,10 @@ class ModelLoader(QObject):
             close_in_background(engine)
             return
         self.loaded.emit(engine, source)
+
+    def _draft_refused(self, generation: int, message: str) -> None:
+        if generation == self._generation:
+            self.draft_refused.emit(message)
 
     def _failed(self, generation: int, source: str, message: str) -> None:
         if generation == self._generation:

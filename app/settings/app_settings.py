@@ -49,6 +49,8 @@ class AppSettings:
     """Default most tokens per reply (1..32768)."""
     speculative: bool = True
     """Draft tokens from the conversation and check them in one step (llama.cpp; the same replies)."""
+    draft_model: str = ""
+    """A small .gguf of the loaded model's vocabulary that also guesses tokens ("" for none; llama.cpp)."""
     state_budget_mb: int = 2048
     """MiB of disk that saved session states may use before the oldest are deleted."""
     close_to_tray: bool = False

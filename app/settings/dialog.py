@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QFormLayout, QFrame, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
                                QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
+from app.settings.draft_model_row import DraftModelRow
 from app.settings.local_server_settings import LocalServerGroup
 from app.settings.app_settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
                        THEMES, TOP_P_RANGE, AppSettings)
@@ -128,6 +129,12 @@ class SettingsDialog(QDialog):
             "the same replies, sooner where they repeat what is there (code edits, quotes)")
         self.speculative.setChecked(s.speculative)
         form.addRow("", self.speculative)
+        self.draft_model = DraftModelRow(s.draft_model)
+        label = QLabel("D&raft model:")
+        label.setBuddy(self.draft_model.path)  # Alt+R goes to the path, not to the row around it
+        form.addRow(label, self.draft_model)
+        self.speculative.toggled.connect(self.draft_model.setEnabled)
+        self.draft_model.setEnabled(s.speculative)
         return box
 
     def _storage_group(self, s: AppSettings) -> QGroupBox:
@@ -225,6 +232,7 @@ class SettingsDialog(QDialog):
             top_p=round(self.top_p.value(), 2),
             max_tokens=self.max_tokens.value(),
             speculative=self.speculative.isChecked(),
+            draft_model=self.draft_model.value(),
             state_budget_mb=self.state_budget.value(),
             close_to_tray=self.close_to_tray.isChecked() if self.close_to_tray.isEnabled()
             else self._settings.close_to_tray,

@@ -268,13 +268,14 @@ class MainWindow(QMainWindow):
         happened, what to do), elided to fit with the whole sentence in its tooltip, for `ERROR_MS`."""
         self.notices.show(in_words(error).sentence, ERROR_MS)
 
-    def show_load_error(self, title: str, message: str) -> None:
-        """A model that did not load: a dialog with the whole message (it may be long: a path, the
-        engine's reasons), and a short notice in the status bar."""
+    def show_load_error(self, title: str, message: str, caption: str = "Could not load the model") -> None:
+        """A model that did not load (or, with its `caption`, a part of it: the draft model): a dialog
+        with the whole message (it may be long: a path, the engine's reasons), and a short notice in
+        the status bar."""
         self.notices.show(title, ERROR_MS)
         if self.error_dialog is not None:
             self.error_dialog.close()
-        box = QMessageBox(QMessageBox.Icon.Warning, "Could not load the model", title,
+        box = QMessageBox(QMessageBox.Icon.Warning, caption, title,
                           QMessageBox.StandardButton.Ok, self)
         words = in_words(message)
         box.setInformativeText(words.sentence)

@@ -28,7 +28,7 @@ def run_bench(args: argparse.Namespace) -> int:
         from .speculative import speculative_figures
 
         try:
-            figures = speculative_figures(args.model, say, tokens=args.tokens)
+            figures = speculative_figures(args.model, say, tokens=args.tokens, draft_model=args.draft_model)
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

@@ -12,7 +12,7 @@ pair measured in the same run, on the same engine, one request with drafts and o
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from ..engine import Engine
 from ..types import EngineConfig, SamplingParams
@@ -64,15 +64,17 @@ CHAT = [{"role": "user", "content": "Write a short story about a lighthouse keep
 SESSIONS = 8
 
 
-def speculative_figures(model: str, say: Callable[..., None], tokens: int = 400) -> dict:
+def speculative_figures(model: str, say: Callable[..., None], tokens: int = 400,
+                        draft_model: Optional[str] = None) -> dict:
     """The figures above for `model` on llama.cpp (one engine; drafting chosen per request); every
-    reply is at most `tokens` long (the edit reply ends sooner where the model ends the file)."""
-    config = EngineConfig(backend="llamacpp", max_context=2048, max_sessions=SESSIONS + 1)
+    reply is at most `tokens` long (the edit reply ends sooner where the model ends the file). With
+    `draft_model`, "with drafts" has that model's guesses as well as lookups."""
+    config = EngineConfig(backend="llamacpp", max_context=2048, max_sessions=SESSIONS + 1, draft_model=draft_model)
     with Engine.load(model, config) as engine:
         edit = SamplingParams(temperature=0, max_tokens=tokens)
         chat = SamplingParams(temperature=0, max_tokens=tokens, ignore_stop=True)
         _one(engine, CHAT, SamplingParams(temperature=0, max_tokens=16))  # warm-up
-        figures: dict = {"backend": "llamacpp", "model": model}
+        figures: dict = {"backend": "llamacpp", "model": model, "draft_model": engine.draft_model or None}
         pairs = {"edit": (EDIT, edit), "chat": (CHAT, chat)}
         for name, (messages, params) in pairs.items():
             on, off = _one(engine, messages, params), _one(engine, messages, _off(params))

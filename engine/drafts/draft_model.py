@@ -22,7 +22,7 @@ import numpy as np
 
 import llama_cpp as lc
 
-from ..errors import CapacityError, ModelLoadError
+from ..errors import CapacityError, DraftModelError, EngineError
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +48,20 @@ class DraftModel:
 
     @classmethod
     def load(cls, path: Path, name: str, target, config) -> "DraftModel":
-        """Load `path` beside `target` (the main model's LlamaCppBackend); ModelLoadError, naming the
+        """Load `path` beside `target` (the main model's LlamaCppBackend); DraftModelError, naming the
         first token that differs, when the vocabularies do not match."""
         from ..backends.llamacpp import LlamaCppBackend
 
         if Path(path).suffix.lower() != ".gguf":
-            raise ModelLoadError(f"the draft model must be a .gguf file (llama.cpp), not {Path(path).name}")
+            raise DraftModelError(f"the draft model must be a .gguf file (llama.cpp), not {Path(path).name}")
         # The same sessions as the main model, in a pool sized as the main model's default.
         backend = LlamaCppBackend("cpu" if target.device == "cpu" else "auto", "auto",
                                   dataclasses.replace(config, memory_budget=None))
-        backend.load(path, {})
+        try:
+            backend.load(path, {})
+        except EngineError as e:
+            backend.close()
+            raise DraftModelError(f"the draft model {name}: {e}") from None
         try:
             vocab = same_vocabulary(target.model, backend.model, name)
         except BaseException:
@@ -167,17 +171,17 @@ class DraftModel:
 
 
 def same_vocabulary(model, draft, name: str) -> int:
-    """Tokens both vocabularies have (ModelLoadError unless every one of them is the same text and
+    """Tokens both vocabularies have (DraftModelError unless every one of them is the same text and
     the sizes differ by at most MAX_VOCAB_DIFFERENCE)."""
     mine, theirs = lc.llama_model_get_vocab(model), lc.llama_model_get_vocab(draft)
     n, m = int(lc.llama_vocab_n_tokens(mine)), int(lc.llama_vocab_n_tokens(theirs))
     if abs(n - m) > MAX_VOCAB_DIFFERENCE:
-        raise ModelLoadError(f"the draft model {name} has {m} tokens and the model {n}: a draft model "
+        raise DraftModelError(f"the draft model {name} has {m} tokens and the model {n}: a draft model "
                              "must have the same vocabulary (the same family's smaller model)")
     for token in range(min(n, m)):
         a, b = lc.llama_vocab_get_text(mine, token), lc.llama_vocab_get_text(theirs, token)
         if a != b:
-            raise ModelLoadError(
+            raise DraftModelError(
                 f"the draft model {name} has another vocabulary: its token {token} is "
                 f"{b.decode(errors='replace')!r}, the model's is {a.decode(errors='replace')!r}")
     return min(n, m)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import EngineConfig, ModelLoadError
+from engine import DraftModelError, EngineConfig
 from tests.engine.helpers import token_ids
 from tests.engine.test_speculative import EDIT, greedy
 
@@ -68,16 +68,16 @@ def test_a_draft_model_of_another_vocabulary_is_refused_by_name(make_engine, tin
     from tests.engine.gguf_tiny import write_tiny_gguf
 
     other = write_tiny_gguf(tmp_path / "small-vocab.gguf", bundled_gguf("smollm2-135m-instruct"))
-    with pytest.raises(ModelLoadError, match="small-vocab.*tokens"):
+    with pytest.raises(DraftModelError, match="small-vocab.*tokens"):
         make_engine(tiny_models["llama"], "llamacpp", draft_model=str(other))
 
 
 def test_a_draft_model_needs_llamacpp_and_a_gguf(make_engine, tiny_models):
-    with pytest.raises(ModelLoadError, match="llama.cpp"):
+    with pytest.raises(DraftModelError, match="llama.cpp"):
         make_engine(tiny_models["llama"], "torch", draft_model="bundled:smollm2-135m-instruct")
-    with pytest.raises(ModelLoadError, match=".gguf"):
+    with pytest.raises(DraftModelError, match=".gguf"):
         make_engine(tiny_models["llama"], "llamacpp", draft_model=str(tiny_models["qwen3"]))
-    with pytest.raises(ModelLoadError, match="does not exist"):
+    with pytest.raises(DraftModelError, match="does not exist"):
         make_engine(tiny_models["llama"], "llamacpp", draft_model="/nowhere/draft.gguf")
 
 
