@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
@@ -23,6 +24,7 @@ import numpy as np
 import llama_cpp as lc
 
 from ..errors import CapacityError, DraftModelError, EngineError
+from .speculative import RowCost
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ class DraftModel:
         self._held: "OrderedDict[int, tuple[object, list[int]]]" = OrderedDict()
         """Session id -> (its sequence, the tokens it holds), least recently drafted first."""
         self.failed = False
+        self.cost = RowCost()
+        """Its forwards' seconds against the tokens they read (engine/drafts/model_cost.py weighs them)."""
 
     @classmethod
     def load(cls, path: Path, name: str, target, config) -> "DraftModel":
@@ -96,7 +100,7 @@ class DraftModel:
             return {}
 
     def _propose(self, wants: list[tuple[int, Sequence[int], int]]) -> dict[int, list[int]]:
-        backend, keep = self.backend, {sid for sid, _, _ in wants}
+        keep = {sid for sid, _, _ in wants}
         entries = [(sid, context, k, self._entry(sid, context, keep)) for sid, context, k in wants]
         # the chunk's tokens go to the sessions with least to read first: those about to guess
         entries = sorted((e for e in entries if e[3] is not None), key=lambda e: len(e[1]) - len(e[3][1]))
@@ -110,7 +114,7 @@ class DraftModel:
             feeds.append((sid, seq, held, new, k if len(held) + len(new) == len(context) else 0))
         if not feeds or not self._room(sum(len(f[3]) + f[4] for f in feeds), keep):
             return {}
-        logits = backend.step([(seq, new) for _, seq, _, new, _ in feeds])
+        logits = self._step([(seq, new) for _, seq, _, new, _ in feeds])
         guesses: dict[int, list[int]] = {}
         for (sid, _, held, new, k), row in zip(feeds, logits):
             held.extend(new)
@@ -120,11 +124,17 @@ class DraftModel:
             going = [f for f in feeds if f[0] in guesses and len(guesses[f[0]]) < f[4]]
             if not going:
                 break
-            rows = backend.step([(seq, [guesses[sid][-1]]) for sid, seq, _, _, _ in going])
+            rows = self._step([(seq, [guesses[sid][-1]]) for sid, seq, _, _, _ in going])
             for (sid, _, held, _, _), row in zip(going, rows):
                 held.append(guesses[sid][-1])
                 guesses[sid].append(int(np.argmax(row[:self.vocab])))
         return guesses
+
+    def _step(self, items: list) -> list:
+        began = time.perf_counter()
+        out = self.backend.step(items)
+        self.cost.observe(sum(len(tokens) for _, tokens in items), time.perf_counter() - began)
+        return out
 
     def _entry(self, sid: int, context: Sequence[int], keep: set[int]):
         """The session's sequence, cut back to the longest prefix of `context` it holds (and never all

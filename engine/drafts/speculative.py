@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from .lookup import LookupIndex
+from .model_cost import worth_asking
 
 if TYPE_CHECKING:
     from ..steps import Job, RoundOwner, Slot
@@ -89,30 +90,18 @@ class RowCost:
 
     sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # n, Σx, Σy, Σx², Σxy
 
-    def _model_guesses(self, decoding: list[tuple["Job", "Slot", list[int]]],
-                       proposals: list[tuple[Any, list[int]]]) -> list[tuple[Any, list[int]]]:
-        """The draft model's guesses (engine/drafts/draft_model.py) for the sessions whose drafts have
-        been taken often enough to be worth its forwards. A lookup that starts with the same tokens
-        and goes further is used instead: the model vouches for its start, the repeat for the rest."""
-        wants = []
-        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
-            if state is not None and state.accept >= MODEL_MIN_ACCEPT:
-                k = min(self._room(job, slot), 1 + round(state.accept / (1.0 - state.accept)))
-                if k > 0:
-                    wants.append((job.session.id, slot.fed + feed[:1], k))
-        guesses = self.worker.draft_model.propose(wants)
-        out = []
-        for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
-            guess = guesses.get(job.session.id, [])
-            if guess and job.guide is not None:
-                guess = guess[:job.guide.allows(guess)]
-            agrees = guess and proposal[:len(guess)] == guess
-            out.append((state, proposal if agrees or not guess else guess))
-        return out
-
     def observe(self, rows: int, seconds: float) -> None:
         for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
             self.sums[i] = self.sums[i] * COST_DECAY + v
+
+    def seconds(self, rows: float) -> Optional[float]:
+        """A round of `rows` rows' predicted seconds (the line through the mean of the rounds seen,
+        with the fitted or prior slope); None before any round."""
+        n, x, y = self.sums[:3]
+        if n <= 0:
+            return None
+        r = self.ratio()
+        return (y / n) / (1.0 + r * x / n) * (1.0 + r * rows)
 
     def ratio(self) -> float:
         """b / a: one more row's time in units of a round's fixed time; the prior until rounds of
@@ -204,7 +193,7 @@ class Speculator:
             state = self._state(job)
             proposals.append((state, self._propose(job, slot, state)))
         if getattr(self.worker, "draft_model", None) is not None:
-            proposals = self._model_guesses(decoding, proposals)
+            proposals = self._model_guesses(decoding, proposals, others)
         for i, (state, proposal) in enumerate(proposals):
             p = 1.0
             for _ in proposal:
@@ -241,17 +230,24 @@ class Speculator:
         return proposal
 
     def _model_guesses(self, decoding: list[tuple["Job", "Slot", list[int]]],
-                       proposals: list[tuple[Any, list[int]]]) -> list[tuple[Any, list[int]]]:
+                       proposals: list[tuple[Any, list[int]]], others: int) -> list[tuple[Any, list[int]]]:
         """The draft model's guesses (engine/drafts/draft_model.py) for the sessions whose drafts have
-        been taken often enough to be worth its forwards. A lookup that starts with the same tokens
-        and goes further is used instead: the model vouches for its start, the repeat for the rest."""
-        wants = []
+        been taken often enough, as many as its measured cost is worth (`worth_asking`). A lookup that
+        starts with the same tokens and goes further is used instead: the model vouches for its start,
+        the repeat for the rest."""
+        model = self.worker.draft_model
+        wants, accepts = [], []
         for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
             if state is not None and state.accept >= MODEL_MIN_ACCEPT:
                 k = min(self._room(job, slot), 1 + round(state.accept / (1.0 - state.accept)))
                 if k > 0:
                     wants.append((job.session.id, slot.fed + feed[:1], k))
-        guesses = self.worker.draft_model.propose(wants)
+                    accepts.append(state.accept)
+        if wants:
+            depth = worth_asking(accepts, [k for _, _, k in wants], len(decoding) + others, len(decoding),
+                                 self.cost, model.cost)
+            wants = [(sid, context, min(k, depth)) for sid, context, k in wants] if depth else []
+        guesses = model.propose(wants)
         out = []
         for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
             guess = guesses.get(job.session.id, [])

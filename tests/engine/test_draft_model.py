@@ -34,10 +34,13 @@ def test_greedy_replies_with_another_draft_model_are_the_models_own(make_engine,
     assert sum(t[-1].stats.drafted_tokens for t in together) > 0
 
 
-def test_the_bundled_model_drafting_for_itself_is_taken_every_time(make_engine):
+def test_the_bundled_model_drafting_for_itself_is_taken_every_time(make_engine, monkeypatch):
     """The same weights guess exactly what greedy decoding picks: every guess is taken, and the text
     is the one without drafts, on code (where lookups agree) and on free text (where only the model
-    guesses)."""
+    guesses). (A draft as costly as the model is not worth asking, so here it is asked regardless.)"""
+    import engine.drafts.speculative as speculative
+
+    monkeypatch.setattr(speculative, "worth_asking", lambda accepts, wanted, *rest: max(wanted))
     on = make_engine("bundled:smollm2-135m-instruct", "llamacpp", draft_model="bundled:smollm2-135m-instruct")
     off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)
     for messages in (EDIT, TALK):
@@ -84,3 +87,27 @@ def test_a_draft_model_needs_llamacpp_and_a_gguf(make_engine, tiny_models):
 def test_draft_model_is_a_source_string():
     with pytest.raises(Exception, match="draft_model"):
         EngineConfig(draft_model=3)
+
+
+def _measured(fixed: float, per_row: float, rows=(1, 2, 4, 8, 12, 16) * 3):
+    from engine.drafts.speculative import RowCost
+
+    cost = RowCost()
+    for n in rows:
+        cost.observe(n, fixed + per_row * n)
+    return cost
+
+
+def test_the_draft_model_is_asked_only_as_deep_as_its_cost_is_worth():
+    """Measured on 2 cores: the bundled model drafting for its float32 self, asked every round, took 8
+    conversations from 62 to 16 tok/s. The depth now comes from what its forwards cost here."""
+    from engine.drafts.model_cost import worth_asking
+    from engine.drafts.speculative import RowCost
+
+    model = _measured(0.040, 0.002)  # a round: 40 ms + 2 ms a row
+    cheap, dear = _measured(0.002, 0.0005), _measured(0.030, 0.002)
+    assert worth_asking([0.9], [6], 1, 1, model, cheap) >= 3  # a cheap draft that is right: guess deep
+    assert worth_asking([0.9] * 8, [6] * 8, 8, 8, model, dear) == 0  # nearly the model's cost: never
+    assert worth_asking([0.35], [6], 1, 1, model, _measured(0.010, 0.001)) <= 1  # often wrong: shallow
+    assert worth_asking([0.9], [4], 1, 1, RowCost(), cheap) == 4  # nothing measured yet: ask, and so measure
+    assert model.seconds(10) == pytest.approx(0.060)
