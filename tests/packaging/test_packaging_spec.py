@@ -237,6 +237,7 @@ def test_the_installers_llama_cpp_is_portable_and_pinned_as_the_app(build_info, 
     monkeypatch.delenv("CONFAB_LLAMA_CMAKE_ARGS", raising=False)
     args = build_info.llama_cmake_args().split()
     assert "-DGGML_NATIVE=OFF" in args and "-DGGML_OPENMP=OFF" in args  # runs on other CPUs than the builder's
+    assert "-DGGML_LLAMAFILE=OFF" in args  # a token's logits do not depend on what shares its step
     assert build_info.llama_requirement() == "llama-cpp-python==0.3.16"
     monkeypatch.setenv("CONFAB_LLAMA_CMAKE_ARGS", "-DGGML_CUDA=on")
     assert build_info.llama_cmake_args() == "-DGGML_CUDA=on"
