@@ -64,16 +64,29 @@ def test_every_python_example_limits_its_reply():
     assert not unbounded
 
 
+def test_every_curl_example_limits_its_reply():
+    """The same for the curl examples' request bodies: a reply without a limit can run to the end of
+    the context, minutes of the reader's time (or of the suite's) for an example."""
+    unbounded = []
+    for i, code in enumerate(b for b in _blocks("bash", "sh") if "curl " in b):
+        for body in re.findall(r"-d '(.*?)'", code, re.S):
+            fields = json.loads(body)
+            if ("messages" in fields or "input" in fields) and not {"max_tokens", "max_output_tokens"} & set(fields):
+                unbounded.append(f"curl block {i}: {body[:60]}…")
+    assert not unbounded
+
+
 def _structured_examples() -> list[tuple[dict, int]]:
     """(schema, max_tokens) of each structured-output example: the pydantic model of the `parse` call
-    and the schema in the curl body (which sends no max_tokens; it is held to the same limit)."""
+    and the schema and max_tokens in the curl body."""
     code = next(c for c in _blocks("python") if "response_format=Person" in c)
     namespace: dict = {}
     exec(code.split("reply =")[0], namespace)
     limit = int(re.search(r"max_tokens=(\d+)", code).group(1))
     curl = next(c for c in _blocks("bash", "sh") if '"json_schema"' in c and "/chat/completions" in c)
     body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])
-    return [(namespace["Person"].model_json_schema(), limit), (body["response_format"]["json_schema"]["schema"], limit)]
+    return [(namespace["Person"].model_json_schema(), limit),
+            (body["response_format"]["json_schema"]["schema"], body["max_tokens"])]
 
 
 @pytest.mark.parametrize("seed", range(6))
