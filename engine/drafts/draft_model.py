@@ -24,7 +24,7 @@ import numpy as np
 import llama_cpp as lc
 
 from ..errors import CapacityError, DraftModelError, EngineError
-from .speculative import RowCost
+from .model_cost import RowCost
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""How many tokens a draft model should guess this round, by what its forwards cost here.
+"""What a round costs here (`RowCost`, a running fit of seconds against rows), and how many tokens a
+draft model should guess this round by what its forwards cost (`worth_asking`).
 
 A draft model's guess costs one of its forwards per token (all sessions' guesses of one depth share
 a forward), paid whether or not the guess is taken. On a machine where the draft is not many times
@@ -11,14 +12,50 @@ where guessing would slow the round.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Optional
 
-if TYPE_CHECKING:
-    from .speculative import RowCost
+PRIOR_ROW_COST = 0.25
+"""One more row's cost as a share of a one-row round, until the engine has measured its own."""
+COST_DECAY = 0.98
+"""Weight of past rounds in the row-cost fit."""
+
+
+@dataclass
+class RowCost:
+    """A running least-squares fit of a decode round's seconds against its rows (T = a + b·rows)."""
+
+    sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # n, Σx, Σy, Σx², Σxy
+
+    def observe(self, rows: int, seconds: float) -> None:
+        for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
+            self.sums[i] = self.sums[i] * COST_DECAY + v
+
+    def seconds(self, rows: float) -> Optional[float]:
+        """A round of `rows` rows' predicted seconds (the line through the mean of the rounds seen,
+        with the fitted or prior slope); None before any round."""
+        n, x, y = self.sums[:3]
+        if n <= 0:
+            return None
+        r = self.ratio()
+        return (y / n) / (1.0 + r * x / n) * (1.0 + r * rows)
+
+    def ratio(self) -> float:
+        """b / a: one more row's time in units of a round's fixed time; the prior until rounds of
+        several sizes have been seen."""
+        n, x, y, xx, xy = self.sums
+        spread = n * xx - x * x
+        if n < 8 or spread < 0.25 * n * n:
+            return PRIOR_ROW_COST
+        b = (n * xy - x * y) / spread
+        a = (y - b * x) / n
+        if a <= 0:
+            return PRIOR_ROW_COST
+        return min(max(b / a, 0.01), 4.0)
 
 
 def worth_asking(accepts: list[float], wanted: list[int], rows: int, decoding: int,
-                 model: "RowCost", draft: "RowCost") -> int:
+                 model: RowCost, draft: RowCost) -> int:
     """The number of draft forwards (guess depth) that gives the most expected tokens per second, or
     0 when none beats not asking. `accepts[i]`: session i's running chance a guess is taken;
     `wanted[i]`: most guesses it may use; `rows`: the round's rows without guesses, `decoding` of

@@ -27,11 +27,11 @@ soon drafts nothing and probes again now and then.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from .lookup import LookupIndex
-from .model_cost import worth_asking
+from .model_cost import RowCost, worth_asking
 
 if TYPE_CHECKING:
     from ..steps import Job, RoundOwner, Slot
@@ -54,12 +54,6 @@ whose drafts failed earlier tries again now and then (a reply may start quoting 
 MODEL_MIN_ACCEPT = 0.3
 """Below this running acceptance a session's drafts are not worth the draft model's forwards (the
 estimate drifts back up, so it asks again now and then)."""
-PRIOR_ROW_COST = 0.25
-"""One more row's cost as a share of a one-row round, until the engine has measured its own."""
-COST_DECAY = 0.98
-"""Weight of past rounds in the row-cost fit."""
-
-
 @dataclass
 class DraftState:
     """One reply's drafting: its context's lookup index and how well its drafts have done."""
@@ -82,39 +76,6 @@ class DraftState:
 
     def idle(self) -> None:
         self.accept += RECOVER * (PRIOR_ACCEPT - self.accept)
-
-
-@dataclass
-class RowCost:
-    """A running least-squares fit of a decode round's seconds against its rows (T = a + b·rows)."""
-
-    sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # n, Σx, Σy, Σx², Σxy
-
-    def observe(self, rows: int, seconds: float) -> None:
-        for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
-            self.sums[i] = self.sums[i] * COST_DECAY + v
-
-    def seconds(self, rows: float) -> Optional[float]:
-        """A round of `rows` rows' predicted seconds (the line through the mean of the rounds seen,
-        with the fitted or prior slope); None before any round."""
-        n, x, y = self.sums[:3]
-        if n <= 0:
-            return None
-        r = self.ratio()
-        return (y / n) / (1.0 + r * x / n) * (1.0 + r * rows)
-
-    def ratio(self) -> float:
-        """b / a: one more row's time in units of a round's fixed time; the prior until rounds of
-        several sizes have been seen."""
-        n, x, y, xx, xy = self.sums
-        spread = n * xx - x * x
-        if n < 8 or spread < 0.25 * n * n:
-            return PRIOR_ROW_COST
-        b = (n * xy - x * y) / spread
-        a = (y - b * x) / n
-        if a <= 0:
-            return PRIOR_ROW_COST
-        return min(max(b / a, 0.01), 4.0)
 
 
 class Speculator:

@@ -90,7 +90,7 @@ def test_draft_model_is_a_source_string():
 
 
 def _measured(fixed: float, per_row: float, rows=(1, 2, 4, 8, 12, 16) * 3):
-    from engine.drafts.speculative import RowCost
+    from engine.drafts.model_cost import RowCost
 
     cost = RowCost()
     for n in rows:
@@ -102,7 +102,7 @@ def test_the_draft_model_is_asked_only_as_deep_as_its_cost_is_worth():
     """Measured on 2 cores: the bundled model drafting for its float32 self, asked every round, took 8
     conversations from 62 to 16 tok/s. The depth now comes from what its forwards cost here."""
     from engine.drafts.model_cost import worth_asking
-    from engine.drafts.speculative import RowCost
+    from engine.drafts.model_cost import RowCost
 
     model = _measured(0.040, 0.002)  # a round: 40 ms + 2 ms a row
     cheap, dear = _measured(0.002, 0.0005), _measured(0.030, 0.002)
