@@ -18,6 +18,7 @@ from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from ..errors import EngineError
 from ..reply.truncation import truncation_fields
 from . import anthropic_api, errors, fitting, generation, guard, openai_responses, route_common, structured
 from .errors import APIError
@@ -176,7 +177,10 @@ async def _respond(kind: str, pool, body, begin, request: Request, logprobs: boo
 def _card(engine, started: float) -> dict:
     """An OpenAI model object, plus Confab's `drafting`: whether replies are sped up by drafted tokens
     (llama.cpp's lookups; `draft_model` names the small model that also guesses, when one is loaded)."""
-    config = getattr(engine, "config", None)
-    on = bool(getattr(config, "speculative", False)) and getattr(engine, "backend", "") == "llamacpp"
+    try:
+        on = bool(getattr(getattr(engine, "config", None), "speculative", False)) and engine.backend == "llamacpp"
+        draft = (getattr(engine, "draft_model", "") or None) if on else None
+    except EngineError:  # the engine stopped under the server: the list still answers, drafting off
+        on, draft = False, None
     return {"object": "model", "created": int(started), "owned_by": "confab",
-            "drafting": {"enabled": on, "draft_model": (getattr(engine, "draft_model", "") or None) if on else None}}
+            "drafting": {"enabled": on, "draft_model": draft}}

@@ -48,3 +48,21 @@ def window(qtbot, bridge):
     w.show()
     w.set_state("ready", "ready")
     return w
+
+
+def accepting_settings_dialog(settings):
+    """A stand-in for SettingsDialog (patch it into app.application) that is accepted with `settings`."""
+
+    class Accepting:
+        def __init__(self, *args):
+            pass
+
+        def exec(self):
+            from PySide6.QtWidgets import QDialog
+
+            return QDialog.DialogCode.Accepted
+
+        def result_settings(self):
+            return settings
+
+    return Accepting

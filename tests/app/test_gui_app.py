@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QDialog  # noqa: E402
+from tests.app.gui_fixtures import accepting_settings_dialog  # noqa: E402
 
 from engine import EngineConfig, SamplingParams  # noqa: E402
 
@@ -92,17 +92,8 @@ def test_settings_persist_across_restarts(qtbot, start_app, monkeypatch):
     confab = start_app()
     changed = replace(confab.settings, theme="dark", temperature=0.3, max_tokens=99, font_size=13)
 
-    class Accepting:
-        def __init__(self, *args):
-            pass
 
-        def exec(self):
-            return QDialog.DialogCode.Accepted
-
-        def result_settings(self):
-            return changed
-
-    monkeypatch.setattr(application, "SettingsDialog", Accepting)
+    monkeypatch.setattr(application, "SettingsDialog", accepting_settings_dialog(changed))
     qtbot.keyClick(confab.window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
     assert confab.settings == changed and confab.dark
     confab.window.close()

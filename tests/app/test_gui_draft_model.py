@@ -9,7 +9,7 @@ from dataclasses import replace
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from PySide6.QtWidgets import QDialog  # noqa: E402
+from tests.app.gui_fixtures import accepting_settings_dialog  # noqa: E402
 
 from engine import EngineConfig  # noqa: E402
 from app.settings.app_settings import AppSettings, load_settings, save_settings  # noqa: E402
@@ -84,17 +84,8 @@ def test_a_draft_model_that_cannot_draft_is_skipped_with_the_reason(qtbot, start
     first = confab.engine
     changed = replace(confab.settings, draft_model=_bundled_gguf())
 
-    class Accepting:
-        def __init__(self, *args):
-            pass
 
-        def exec(self):
-            return QDialog.DialogCode.Accepted
-
-        def result_settings(self):
-            return changed
-
-    monkeypatch.setattr(application, "SettingsDialog", Accepting)
+    monkeypatch.setattr(application, "SettingsDialog", accepting_settings_dialog(changed))
     confab.edit_settings()
     qtbot.waitUntil(lambda: confab.engine is not first and confab.window.state == "ready", timeout=TIMEOUT)
     assert confab.engine.draft_model == "" and "drafting" not in confab.window.backend_label.text()
