@@ -24,12 +24,27 @@ else:  # pragma: no cover - exercised on developers' Macs and Windows machines
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 
 
+TOKENIZER_ONLY = "CONFAB_TEST_TOKENIZER"
+"""A folder of the bundled model's tokenizer files alone, for a machine that has no bundled model (a GPU
+machine with no network): tiny models take their tokenizer from it, and tests of real text skip."""
+
+
 @pytest.fixture(scope="session")
 def bundled_folder() -> Path:
     """The bundled SmolLM2 converted to a safetensors folder (once per machine, in the user cache)."""
     from engine.models import resolve
 
+    if os.environ.get(TOKENIZER_ONLY):
+        pytest.skip(f"{TOKENIZER_ONLY} is set: the bundled model is not on this machine")
     return resolve("bundled:smollm2-135m-instruct").path
+
+
+@pytest.fixture(scope="session")
+def tokenizer_folder(request) -> Path:
+    """Where tiny models take their real tokenizer and chat template from."""
+    if os.environ.get(TOKENIZER_ONLY):
+        return Path(os.environ[TOKENIZER_ONLY])
+    return request.getfixturevalue("bundled_folder")
 
 
 def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
@@ -63,29 +78,46 @@ def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_models(tmp_path_factory, bundled_folder) -> dict[str, Path]:
+def tiny_models(tmp_path_factory, tokenizer_folder) -> dict[str, Path]:
     """Seeded random-weight models of two architectures: {"llama": folder, "qwen3": folder}."""
     root = tmp_path_factory.mktemp("tiny")
-    return {kind: _build_tiny(kind, root / kind, bundled_folder, seed=i) for i, kind in enumerate(("llama", "qwen3"))}
+    return {kind: _build_tiny(kind, root / kind, tokenizer_folder, seed=i) for i, kind in enumerate(("llama", "qwen3"))}
 
 
 @pytest.fixture(scope="session")
-def tiny_llama_other_seed(tmp_path_factory, bundled_folder) -> Path:
+def tiny_llama_other_seed(tmp_path_factory, tokenizer_folder) -> Path:
     """Same architecture and config as tiny_models["llama"], other weights: a different model."""
-    return _build_tiny("llama", tmp_path_factory.mktemp("tiny-other") / "llama", bundled_folder, seed=99)
+    return _build_tiny("llama", tmp_path_factory.mktemp("tiny-other") / "llama", tokenizer_folder, seed=99)
 
 
 @pytest.fixture(scope="session")
-def tiny_sliding_models(tmp_path_factory, bundled_folder) -> dict[str, Path]:
+def tiny_sliding_models(tmp_path_factory, tokenizer_folder) -> dict[str, Path]:
     """A seeded model with a sliding-window layer, per backend: {"torch": folder, "mlx": folder}."""
     root = tmp_path_factory.mktemp("tiny-sliding")
     kinds = {"torch": "qwen3-sliding", "mlx": "llama-sliding"}
-    return {b: _build_tiny(kind, root / kind, bundled_folder, seed=7) for b, kind in kinds.items()}
+    return {b: _build_tiny(kind, root / kind, tokenizer_folder, seed=7) for b, kind in kinds.items()}
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """With TOKENIZER_ONLY set, tests that load the bundled model by name skip (it is not there)."""
+    if not os.environ.get(TOKENIZER_ONLY):
+        return
+    import inspect
+
+    skip = pytest.mark.skip(reason=f"{TOKENIZER_ONLY} is set: the bundled model is not on this machine")
+    for item in items:
+        functions = [getattr(item, "function", None)]
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None:  # a test module's own fixtures that load it too (the shared ones load it lazily)
+            functions += [d.func for defs in info.name2fixturedefs.values() for d in defs
+                          if not d.func.__module__.endswith("conftest")]
+        if any(f is not None and ("bundled:" in (src := inspect.getsource(f)) or "bundled_gguf(" in src) for f in functions):
+            item.add_marker(skip)
 
 
 def pytest_configure(config):
