@@ -2,6 +2,10 @@
 
 The fault strikes inside the second layer, after the first has already written this step's K/V
 into the batch cache; the members are retried alone and then decode on (batched again).
+
+On CUDA a member's step alone rounds differently from the same step in a batch (measured on an
+H200, float32: log probabilities 2.4e-5 apart), so there the retried steps may tip a near tie later
+on: a difference is accepted on CUDA only where the clean run's top two tokens were that close.
 """
 
 from __future__ import annotations
@@ -11,23 +15,30 @@ import threading
 
 import pytest
 
+from engine import SamplingParams
 from tests.engine.helpers import prompt_ids, token_ids
-from tests.engine.test_batching import TEXTS, greedy
+from tests.engine.test_batching import TEXTS
 
 TOKENS = 40
+NEAR_TIE = 1e-4
+"""Top-two log probability gap below which CUDA's rounding alone vs batched may pick either."""
 
 
-def run_together(engine, n: int) -> list[list[int]]:
-    """`n` sessions started in one round, each generating TOKENS greedy tokens; their token lists."""
+def run_together(engine, n: int, gaps: list | None = None) -> list[list[int]]:
+    """`n` sessions started in one round, each generating TOKENS greedy tokens; their token lists
+    (and, into `gaps`, each token's top-two log probability gap per session)."""
     sessions = [engine.open_session() for _ in range(n)]
     gate = threading.Event()
     engine._post(lambda w: gate.wait(30))  # every request starts in the same round
-    streams = [s.generate(prompt_ids(engine, TEXTS[i]), greedy(TOKENS)) for i, s in enumerate(sessions)]
+    params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_stop=True, logprobs=2)
+    streams = [s.generate(prompt_ids(engine, TEXTS[i]), params) for i, s in enumerate(sessions)]
     gate.set()
-    out = [token_ids(stream) for stream in streams]
+    chunks = [list(stream) for stream in streams]
     for s in sessions:
         s.close()
-    return out
+    if gaps is not None:
+        gaps.extend([lp.top[0][1] - lp.top[1][1] for c in session for lp in c.logprobs] for session in chunks)
+    return [token_ids(session) for session in chunks]
 
 
 def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int]) -> itertools.count:
@@ -49,6 +60,8 @@ def inject_fault(engine, backend: str, where: str, monkeypatch, fail_at: set[int
         return calls
     model = engine._worker.backend.model
     if where == "layer" and backend == "torch":
+        assert engine._worker.backend.arena is None or not engine._worker.backend.arena.graphs, \
+            "a captured graph runs no Python layer: load with CONFAB_CUDA_GRAPHS=0 for a layer fault"
         layer = model.model.layers[1]
         real_forward = layer.forward
         monkeypatch.setattr(
@@ -120,12 +133,19 @@ def _inject_llamacpp_fault(where: str, monkeypatch, should_fail, fault) -> None:
 @pytest.mark.parametrize("where", ["layer", "copy"])
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_fault_then_continue_equals_no_fault(make_engine, tiny_models, backend, monkeypatch, arch, where):
+    if where == "layer":  # a fault inside a layer needs Python layers: the eager batch (on CUDA too)
+        monkeypatch.setenv("CONFAB_CUDA_GRAPHS", "0")
     engine = make_engine(tiny_models[arch], backend)
-    clean = run_together(engine, 3)
+    gaps: list = []
+    clean = run_together(engine, 3, gaps)
     calls = inject_fault(engine, backend, where, monkeypatch, fail_at={3, 4, 12})
     faulted = run_together(engine, 3)
     assert next(calls) > 12, "the faults were not injected into batched forwards"
     for i, (got, want) in enumerate(zip(faulted, clean)):
+        if got != want and engine.device == "cuda":
+            at = _first_diff(got, want)
+            assert gaps[i][at] < NEAR_TIE, f"session {i} differs from the clean run from token {at}, not a near tie"
+            continue
         assert got == want, f"session {i} differs from the clean run from token {_first_diff(got, want)}"
 
 
