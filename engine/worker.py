@@ -218,7 +218,9 @@ class Worker:
                 decoders.append((job, slot))
             else:
                 self._guarded(job, slot, lambda: self._step(job, slot))
-        together = decoders[: self.config.max_batch] if len(decoders) > 1 else []
+        # A lone decoder steps alone, except where the backend's captured batch step is faster (CUDA graphs).
+        lone = len(decoders) == 1 and getattr(self.backend, "steps_one_in_batch", False)
+        together = decoders[: self.config.max_batch] if len(decoders) > 1 or lone else []
         if together:
             self._step_batch(together)
         for job, slot in decoders[len(together):]:

@@ -61,7 +61,7 @@ def test_captured_decode_graphs_give_the_tokens_of_a_session_alone(make_engine, 
     for n_others in (1, 3, 7):  # buckets 2, 4 and 8, pad rows in the 4 and 8 ones
         got, rows = watched_with_others(engine, n_others, 48)
         assert got == solo, n_others
-    assert {2, 4, 8} <= set(replayed)
+    assert {1, 2, 4, 8} <= set(replayed)  # a lone session steps through the graph too
 
 
 def test_captured_graphs_give_the_tokens_of_eager_batches(make_engine, tiny_models, monkeypatch):
