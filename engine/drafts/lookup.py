@@ -51,11 +51,16 @@ class LookupIndex:
 
     def propose(self, k: int) -> list[int]:
         """Up to `k` tokens that followed the longest earlier match of the current suffix; [] if none."""
+        return self.match(k)[0]
+
+    def match(self, k: int) -> tuple[list[int], int]:
+        """`propose(k)` and the length of the match it followed (0: none), which says how likely the
+        draft is to hold (engine/drafts/odds.py)."""
         if k <= 0:
-            return []
+            return [], 0
         tokens = self.tokens
         for n in range(min(MAX_NGRAM, len(tokens)), MIN_NGRAM - 1, -1):
             start = self.follow[n].get(tuple(tokens[len(tokens) - n:]))
             if start is not None:
-                return tokens[start:start + k]
-        return []
+                return tokens[start:start + k], n
+        return [], 0

@@ -15,8 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-PRIOR_ROW_COST = 0.25
-"""One more row's cost as a share of a one-row round, until the engine has measured its own."""
+PRIOR_ROW_COST = 1.0
+"""One more row's cost as a share of a round's fixed cost, until the engine has measured its own.
+Measured with the bundled model on 2 AVX2 cores (every row's logits): 11.5 ms a row against 6 ms
+fixed on one thread (1.9), 6 against 5.5 on two (1.1): on a CPU a small model's rows are compute,
+not weight reading, so a draft must be likely to pay. A GPU's is far lower, and soon measured."""
 COST_DECAY = 0.98
 """Weight of past rounds in the row-cost fit."""
 
@@ -26,6 +29,9 @@ class RowCost:
     """A running least-squares fit of a decode round's seconds against its rows (T = a + b·rows)."""
 
     sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # n, Σx, Σy, Σx², Σxy
+    fitted: Optional[float] = None
+    """The last ratio the rounds could fit: it holds while the recent rounds are all of one size
+    (after a stretch of replies without drafts the fit would otherwise forget what a row costs)."""
 
     def observe(self, rows: int, seconds: float) -> None:
         for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
@@ -41,17 +47,19 @@ class RowCost:
         return (y / n) / (1.0 + r * x / n) * (1.0 + r * rows)
 
     def ratio(self) -> float:
-        """b / a: one more row's time in units of a round's fixed time; the prior until rounds of
-        several sizes have been seen."""
+        """b / a: one more row's time in units of a round's fixed time; the last fit while recent
+        rounds are too alike to fit, the prior until rounds of several sizes have been seen."""
         n, x, y, xx, xy = self.sums
         spread = n * xx - x * x
+        known = PRIOR_ROW_COST if self.fitted is None else self.fitted
         if n < 8 or spread < 0.25 * n * n:
-            return PRIOR_ROW_COST
+            return known
         b = (n * xy - x * y) / spread
         a = (y - b * x) / n
         if a <= 0:
-            return PRIOR_ROW_COST
-        return min(max(b / a, 0.01), 4.0)
+            return known
+        self.fitted = min(max(b / a, 0.01), 4.0)
+        return self.fitted
 
 
 def worth_asking(accepts: list[float], wanted: list[int], rows: int, decoding: int,

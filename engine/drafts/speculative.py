@@ -16,8 +16,9 @@ session may append drafted tokens (engine/drafts/lookup.py) after its last token
 - the cells of the rejected drafts leave the sequence (the backend's `trim`; llama.cpp's are retired,
   engine/backends/llamacpp_cells.py, so no neighbour's next token lands below its cells).
 
-Adaptive, never a loss: each session keeps a running estimate of how often its drafts are accepted,
-and the engine a running fit of what one more row costs a round. A round gets a draft only where
+Adaptive, never a loss: a lookup draft's chance of being taken comes from the length of the match
+that proposed it (a draft model's guess has its own), learned per engine and per reply
+(engine/drafts/odds.py), and the engine keeps a running fit of what one more row costs a round. A round gets a draft only where
 the expected tokens gained beat the time it adds (the greedy rule below), never more than
 MAX_DRAFT per session or ROUND_CAP per round, and while some session in the round drafts nothing,
 never more than MAX_SLOWDOWN of that session's round time. Free chat, whose drafts rarely match,
@@ -27,11 +28,12 @@ soon drafts nothing and probes again now and then.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from .lookup import LookupIndex
 from .model_cost import RowCost, worth_asking
+from .odds import MatchOdds, ReplyOdds
 
 if TYPE_CHECKING:
     from ..steps import Job, RoundOwner, Slot
@@ -61,7 +63,12 @@ class DraftState:
     index: LookupIndex
     indexed: int = 0
     """Generated tokens already in the index."""
+    odds: ReplyOdds = field(default_factory=ReplyOdds)
+    """How its lookup drafts have held, by match length."""
+    match: int = 0
+    """The match length behind this round's draft; 0 when the draft model guessed it (or none)."""
     accept: float = PRIOR_ACCEPT
+    """A running share of its drafts taken (the draft model's guesses are asked by it)."""
     drafted: int = 0
     accepted: int = 0
 
@@ -76,6 +83,7 @@ class DraftState:
 
     def idle(self) -> None:
         self.accept += RECOVER * (PRIOR_ACCEPT - self.accept)
+        self.odds.forget(RECOVER)
 
 
 class Speculator:
@@ -84,6 +92,7 @@ class Speculator:
     def __init__(self, worker: "RoundOwner") -> None:
         self.worker = worker
         self.cost = RowCost()
+        self.odds = MatchOdds()
         self.drafted = 0
         """Tokens drafted, all replies (the bench reads these)."""
         self.accepted = 0
@@ -156,10 +165,8 @@ class Speculator:
         if getattr(self.worker, "draft_model", None) is not None:
             proposals = self._model_guesses(decoding, proposals, others)
         for i, (state, proposal) in enumerate(proposals):
-            p = 1.0
-            for _ in proposal:
-                p *= state.accept
-                candidates.append((p, i))
+            if proposal:
+                candidates += [(p, i) for p in state.odds.chances(self.odds, state.match, len(proposal))]
         taken = self._allot(candidates, len(decoding), rows, ratio, room, limit=None)
         if len(decoding) > 1 and min(taken) == 0:  # a session drafts nothing: it may be slowed only so much
             taken = self._allot(candidates, len(decoding), rows, ratio, room, (1.0 + ratio * rows) * MAX_SLOWDOWN)
@@ -185,7 +192,7 @@ class Speculator:
     def _propose(self, job: "Job", slot: "Slot", state: Optional[DraftState]) -> list[int]:
         if state is None:
             return []
-        proposal = state.index.propose(self._room(job, slot))
+        proposal, state.match = state.index.match(self._room(job, slot))
         if proposal and job.guide is not None:  # a draft the grammar forbids is not worth a row
             proposal = proposal[:job.guide.allows(proposal)]
         return proposal
@@ -215,6 +222,8 @@ class Speculator:
             if guess and job.guide is not None:
                 guess = guess[:job.guide.allows(guess)]
             agrees = guess and proposal[:len(guess)] == guess
+            if guess and not agrees:
+                state.match = 0
             out.append((state, proposal if agrees or not guess else guess))
         return out
 
@@ -228,14 +237,17 @@ class Speculator:
         is used while the token sampled from row i-1 equals feed[i]. Then drop the rejected cells."""
         w, backend, state = self.worker, self.worker.backend, job.drafter
         drafts = len(feed) - 1
-        accepted = 0
+        accepted = judged = 0  # judged: drafts the model ruled on (a reply that ends leaves the rest)
         self.drafted += drafts
         if state is not None:
             state.drafted += drafts
         try:
             for i in range(len(feed)):
                 w._after_forward(job, slot, [feed[i]], rows[i], backend.state_nbytes(slot.state))
-                if slot.job is not job or i == drafts or job.generated[-1] != feed[i + 1]:
+                if slot.job is not job or i == drafts:
+                    break
+                judged += 1
+                if job.generated[-1] != feed[i + 1]:
                     break
                 accepted += 1
                 self.accepted += 1
@@ -249,6 +261,7 @@ class Speculator:
             job.session._state_nbytes = backend.state_nbytes(slot.state)
             if state is not None:
                 state.verdict(drafts, accepted)
+                state.odds.learn(self.odds, state.match, judged, accepted)
 
 
 def drafted(job: "Job", feed: list[int]) -> bool:

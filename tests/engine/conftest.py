@@ -133,3 +133,18 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for nodeid, reason in getattr(config, "_llamacpp_deselected", []):
         terminalreporter.write_line(f"deselected {nodeid}: {reason}")
+
+
+@pytest.fixture
+def draft_everything(monkeypatch):
+    """Every proposed draft goes into the round (up to its room), whatever it is likely to be worth: for
+    tests of verification and rollback, which need drafts, many of them wrong, not the policy's choice."""
+    from engine.drafts.speculative import Speculator
+
+    def take_all(candidates, sessions, rows, ratio, room, limit):
+        taken = [0] * sessions
+        for _, i in candidates[:max(room, 0)]:
+            taken[i] += 1
+        return taken
+
+    monkeypatch.setattr(Speculator, "_allot", staticmethod(take_all))

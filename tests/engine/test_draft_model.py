@@ -16,7 +16,7 @@ TALK = [{"role": "user", "content": "Tell me a story about a cat."}]
 
 
 def test_greedy_replies_with_another_draft_model_are_the_models_own(make_engine, tiny_models, tiny_llama_other_seed,
-                                                                   gguf_source):
+                                                                   gguf_source, draft_everything):
     """Another model's guesses are mostly wrong: rejected, they change nothing, and leave no cell."""
     on = make_engine(tiny_models["llama"], "llamacpp", draft_model=str(gguf_source(tiny_llama_other_seed)))
     off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)

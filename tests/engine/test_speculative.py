@@ -11,6 +11,7 @@ import pytest
 
 from engine import Constraint, EngineConfig, SamplingParams
 from engine.drafts.lookup import LookupIndex
+from engine.drafts.odds import MatchOdds, ReplyOdds
 from engine.drafts.speculative import DraftState, Speculator
 from tests.engine.helpers import token_ids
 
@@ -92,7 +93,7 @@ def test_a_failed_session_probes_again_later():
 
 # -- the engine: same tokens, fewer forwards ------------------------------------------------------
 @pytest.mark.parametrize("kind", ["llama", "qwen3"])
-def test_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_models, kind):
+def test_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_models, kind, draft_everything):
     on = make_engine(tiny_models[kind], "llamacpp")
     off = make_engine(tiny_models[kind], "llamacpp", speculative=False)
     prompt = echo_prompt(off, list(range(100, 116)))
@@ -120,7 +121,7 @@ def test_the_bundled_model_repeats_code_the_same_with_drafts_in_fewer_forwards(m
     assert forwards == 120 - accepted  # one prompt call, then one call per token not taken from a draft
 
 
-def test_replies_together_with_drafts_are_each_the_one_alone_without(make_engine, tiny_models):
+def test_replies_together_with_drafts_are_each_the_one_alone_without(make_engine, tiny_models, draft_everything):
     on = make_engine(tiny_models["llama"], "llamacpp")
     off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)
     prompts = [echo_prompt(off, list(range(100, 116))), list(range(200, 240)), echo_prompt(off, [5, 6, 7, 8])]
@@ -130,9 +131,10 @@ def test_replies_together_with_drafts_are_each_the_one_alone_without(make_engine
             alone.append(token_ids(s.generate(prompt, greedy(40))))
     sessions = [on.open_session() for _ in prompts]
     streams = [s.generate(p, greedy(40)) for s, p in zip(sessions, prompts)]
-    together = [token_ids(stream) for stream in streams]
-    assert together == alone
+    together = [list(stream) for stream in streams]
+    assert [token_ids(t) for t in together] == alone
     assert on.capacity().held_tokens == sum(len(p) + 39 for p in prompts)  # no drafted cell left behind
+    assert sum(t[-1].stats.drafted_tokens for t in together) > 0
 
 
 def test_a_request_or_the_engine_setting_turns_drafting_off(make_engine, tiny_models):
@@ -144,7 +146,7 @@ def test_a_request_or_the_engine_setting_turns_drafting_off(make_engine, tiny_mo
         SamplingParams(speculative="no").validate()
 
 
-def test_sampled_replies_keep_the_models_distribution(make_engine):
+def test_sampled_replies_keep_the_models_distribution(make_engine, draft_everything):
     """The token distribution at each position, drafts or not, over many unseeded replies (seeded
     replies step alone and draft nothing, see engine/drafts/speculative.py; unseeded, the two sides share no
     random stream, so this tests the distribution)."""
@@ -214,7 +216,7 @@ def test_a_drafted_token_the_grammar_forbids_is_not_checked(make_engine):
     assert guide.allows([ids[0], ids[1], ids[3]]) == 3
 
 
-def test_a_drafting_session_and_an_undrafted_one_share_a_call(make_engine, tiny_models):
+def test_a_drafting_session_and_an_undrafted_one_share_a_call(make_engine, tiny_models, draft_everything):
     """One joint call with drafts for one session only: the other gets its own logits row (a bug once
     handed it a (1, vocab) array and poisoned it)."""
     on = make_engine(tiny_models["llama"], "llamacpp")
@@ -231,3 +233,63 @@ def test_a_drafting_session_and_an_undrafted_one_share_a_call(make_engine, tiny_
     streams = [drafting.generate(echo, greedy(30)), plain_session.generate(plain, greedy(30, speculative=False))]
     assert [token_ids(s) for s in streams] == alone
     assert any(rows and sorted(rows[0])[0] == 1 < max(rows[0]) for rows in calls)  # a mixed call happened
+
+
+# -- the odds of a lookup draft ---------------------------------------------------------------------
+def test_a_long_match_is_drafted_where_rows_are_dear_and_a_one_token_match_is_not():
+    """Rows as dear as measured on two AVX2 cores (one more row costs 1.1 of a round's fixed time):
+    only drafts likely to hold are worth it."""
+    engine, reply = MatchOdds(), ReplyOdds()
+    for match, most in ((4, 12), (1, 12)):
+        candidates = [(p, 0) for p in reply.chances(engine, match, most)]
+        taken = Speculator._allot(candidates, 1, 1, ratio=1.1, room=32, limit=None)[0]
+        assert (taken >= 2) if match == 4 else (taken == 0), (match, taken)
+
+
+def test_a_reply_whose_long_matches_fail_stops_drafting_them_without_stopping_the_others():
+    engine, writing, quoting = MatchOdds(), ReplyOdds(), ReplyOdds()
+    for _ in range(12):
+        writing.learn(engine, 4, 3, 0)
+        quoting.learn(engine, 4, 6, 6)
+    assert writing.chances(engine, 4, 1)[0] < 0.3
+    assert quoting.chances(engine, 4, 1)[0] > 0.85
+    assert ReplyOdds().chances(engine, 4, 1)[0] > 0.55  # a new reply, between the two, still drafts them
+    low = writing.chances(engine, 4, 1)[0]
+    for _ in range(200):  # rounds without drafts: it tries again later
+        writing.forget(0.01)
+    assert writing.chances(engine, 4, 1)[0] > low + 0.2
+
+
+def test_a_draft_is_judged_only_up_to_the_first_rejected_one():
+    engine, reply = MatchOdds(), ReplyOdds()
+    reply.learn(engine, 2, drafted=5, accepted=2)  # taken, taken, refused; the last two were never judged
+    assert (reply.first[2].taken, reply.first[2].tried) == (1, 1)
+    assert (reply.next[2].taken, reply.next[2].tried) == (1, 2)
+    reply.learn(engine, 2, drafted=0, accepted=0)  # a reply that ended before its draft was judged
+    assert reply.first[2].tried == 1
+
+
+def test_the_bench_reports_every_figure_with_the_same_text(gguf_source, tiny_models):
+    """`python -m engine bench --speculative`: the issue's keys, the ceiling beside them, and greedy
+    texts equal with and without drafts (the figures themselves are the machine's, not asserted)."""
+    from engine.bench.speculative import speculative_figures
+
+    figures = speculative_figures(str(gguf_source(tiny_models["llama"])), lambda *a: None, tokens=12)
+    for key in ("edit_speedup", "chat_speedup", "edit8_speedup", "acceptance", "step_ms_1", "step_ms_13"):
+        assert figures[key] >= 0, key
+    assert figures["same_text"] and figures["edit_tokens"] == figures["chat_tokens"] == 12
+    assert 0 < figures["ceiling"] <= 13
+
+
+def test_what_a_row_costs_is_kept_through_a_stretch_of_rounds_of_one_size():
+    """A reply without drafts (all one-row rounds) must not make the engine forget the measured row
+    cost and fall back to its prior (it did: the fit decays, and one-size rounds cannot fit a slope)."""
+    from engine.drafts.model_cost import PRIOR_ROW_COST, RowCost
+
+    cost = RowCost()
+    for rows in [1, 5, 1, 9, 1, 3] * 10:
+        cost.observe(rows, 0.010 + 0.002 * rows)  # fixed 10 ms, 2 ms a row: ratio 0.2
+    assert abs(cost.ratio() - 0.2) < 0.01
+    for _ in range(500):
+        cost.observe(1, 0.012)
+    assert abs(cost.ratio() - 0.2) < 0.01 and PRIOR_ROW_COST != 0.2
