@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                             "backend that can load the model, one after the other")
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
-    bench.add_argument("--tokens", type=int, default=64, help="tokens to generate per session")
+    bench.add_argument("--tokens", type=int, default=None,
+                       help="tokens to generate per session (default 64; with --speculative 400, the whole edited file)")
     bench.add_argument("--long-context", type=int, default=4000,
                        help="context of the decode_ms_ctx4k figure (tokens; default 4000)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -47,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
     bench.add_argument("--speculative", action="store_true",
                        help="llama.cpp: tok/s with and without drafted tokens on code edits, free chat and 8 edits "
-                            "at once (edit_speedup, chat_speedup, acceptance); --tokens bounds each reply (400 covers the whole "
-                            "edited file)")
+                            "at once (edit_speedup, chat_speedup, acceptance)")
     bench.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="with --speculative: drafts also come from this small model of the same vocabulary")
 

@@ -25,8 +25,9 @@ def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
     if getattr(args, "speculative", False):
-        from .speculative import speculative_figures
+        from .speculative import EDIT_TOKENS, speculative_figures
 
+        args.tokens = args.tokens or EDIT_TOKENS
         try:
             figures = speculative_figures(args.model, say, tokens=args.tokens, draft_model=args.draft_model)
         except EngineError as e:
@@ -34,6 +35,7 @@ def run_bench(args: argparse.Namespace) -> int:
             return 1
         print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
         return 0
+    args.tokens = args.tokens or 64
     names = _backend_names(args.backend, args.model)
     if not names:
         print("error: no backend is installed that can load this model", file=sys.stderr)

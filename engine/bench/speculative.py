@@ -6,7 +6,10 @@ pair measured in the same run, on the same engine, one request with drafts and o
 - `chat_speedup`: free chat, greedy, the same ratio (target >= 0.97: drafting must not slow it);
 - `edit8_speedup`: 8 such conversations at once, aggregate tok/s with ÷ without;
 - `acceptance`: drafted tokens the edit reply took ÷ tokens drafted;
-- `same_text`: the greedy replies with and without drafts are identical (they must be).
+- `same_text`: the greedy replies with and without drafts are identical (they must be);
+- `step_ms_1`, `step_ms_13` and `ceiling`: one forward of 1 row and of 13 rows (every row's logits,
+  as a round with 12 drafts asks) at a 300-token context, and 13 × the first ÷ the second: the
+  speedup if every one of 12 drafts were taken, which no drafting can beat on this machine.
 """
 
 from __future__ import annotations
@@ -58,13 +61,18 @@ def save_report(orders, tax_rate, path):
     name, amount = best_customer(orders, tax_rate)
     Path(path).write_text(f"{name} spent {amount:.2f}\\n")
 '''
+# Fenced, as editors and agents send code: unfenced, the bundled 135M model loses the file after four
+# lines and rambles; fenced, it gives the file back (measured: its longest verbatim run 1 vs 162 chars).
 EDIT = [{"role": "user", "content": "Rename the function `order_total` to `total_due` everywhere in this "
-                                    "file and give me the whole file back, nothing else:\n\n" + CODE}]
+                                    "file and give me the whole file back, nothing else:\n\n```python\n" + CODE + "```"}]
 CHAT = [{"role": "user", "content": "Write a short story about a lighthouse keeper who finds a message in a bottle."}]
 SESSIONS = 8
+EDIT_TOKENS = 400
+"""Each reply's bound by default: the whole edited file (about 380 tokens with the bundled model's
+opening sentence), so the figure is the edit's, not its first lines'."""
 
 
-def speculative_figures(model: str, say: Callable[..., None], tokens: int = 400,
+def speculative_figures(model: str, say: Callable[..., None], tokens: int = EDIT_TOKENS,
                         draft_model: Optional[str] = None) -> dict:
     """The figures above for `model` on llama.cpp (one engine; drafting chosen per request); every
     reply is at most `tokens` long (the edit reply ends sooner where the model ends the file). With
@@ -95,7 +103,35 @@ def speculative_figures(model: str, say: Callable[..., None], tokens: int = 400,
         figures["edit8_speedup"] = round(together_on / together_off, 2)
         say(f"8 edits at once: {together_on:.1f} tok/s with drafts, {together_off:.1f} without")
         figures["same_text"] = figures["edit_same_text"] and figures["chat_same_text"]
+        one, thirteen = _step_seconds(engine, 13)
+        figures["step_ms_1"], figures["step_ms_13"] = round(one * 1e3, 1), round(thirteen * 1e3, 1)
+        figures["ceiling"] = round(13 * one / thirteen, 2)
+        say(f"one forward: 1 row {one * 1e3:.1f} ms, 13 rows {thirteen * 1e3:.1f} ms "
+            f"(at most {figures['ceiling']:.2f}× from drafts here)")
     return figures
+
+
+def _step_seconds(engine: Engine, rows: int, repeats: int = 7) -> tuple[float, float]:
+    """Fastest seconds of one llama.cpp forward of 1 row and of `rows` rows of one sequence, every
+    row's logits asked for, on a scratch sequence after a 300-token prompt."""
+    def run(worker) -> tuple[float, float]:
+        backend = worker.backend
+        seq = backend.new_state()
+        best = {1: float("inf"), rows: float("inf")}
+        try:
+            with backend.compute():
+                backend.step([(seq, list(range(100, 400)))])
+                for _ in range(repeats):
+                    for n in best:
+                        began = time.perf_counter()
+                        backend.step([(seq, list(range(500, 500 + n)))], [n])
+                        best[n] = min(best[n], time.perf_counter() - began)
+                        backend.trim(seq, n)
+        finally:
+            backend.free_state(seq)
+        return best[1], best[rows]
+
+    return engine._call(run)
 
 
 def _off(params: SamplingParams) -> SamplingParams:
