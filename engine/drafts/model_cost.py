@@ -12,6 +12,7 @@ where guessing would slow the round.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -20,6 +21,8 @@ PRIOR_ROW_COST = 1.0
 Measured with the bundled model on 2 AVX2 cores (every row's logits): 11.5 ms a row against 6 ms
 fixed on one thread (1.9), 6 against 5.5 on two (1.1): on a CPU a small model's rows are compute,
 not weight reading, so a draft must be likely to pay. A GPU's is far lower, and soon measured."""
+PROBE_SPAN = 2.0
+"""How far the rounds' own fit may move the probed ratio, either way."""
 COST_DECAY = 0.98
 """Weight of past rounds in the row-cost fit."""
 
@@ -32,6 +35,10 @@ class RowCost:
     fitted: Optional[float] = None
     """The last ratio the rounds could fit: it holds while the recent rounds are all of one size
     (after a stretch of replies without drafts the fit would otherwise forget what a row costs)."""
+    probed: Optional[float] = None
+    """The ratio a controlled probe measured (`probe_ratio`); the rounds' fit may move it at most
+    PROBE_SPAN either way. Alone, the fit of a mix of rounds swung from 0.08 to 3.2 within one bench
+    on one machine (the rounds' sizes cluster, and their times carry the pool's other work)."""
 
     def observe(self, rows: int, seconds: float) -> None:
         for i, v in enumerate((1.0, rows, seconds, rows * rows, rows * seconds)):
@@ -51,15 +58,30 @@ class RowCost:
         rounds are too alike to fit, the prior until rounds of several sizes have been seen."""
         n, x, y, xx, xy = self.sums
         spread = n * xx - x * x
-        known = PRIOR_ROW_COST if self.fitted is None else self.fitted
-        if n < 8 or spread < 0.25 * n * n:
-            return known
-        b = (n * xy - x * y) / spread
-        a = (y - b * x) / n
-        if a <= 0:
-            return known
-        self.fitted = min(max(b / a, 0.01), 4.0)
-        return self.fitted
+        known = self.fitted or self.probed or PRIOR_ROW_COST
+        if n >= 8 and spread >= 0.25 * n * n:
+            b = (n * xy - x * y) / spread
+            a = (y - b * x) / n
+            if a > 0:
+                known = self.fitted = min(max(b / a, 0.01), 4.0)
+        if self.probed is not None:
+            known = min(max(known, self.probed / PROBE_SPAN), self.probed * PROBE_SPAN)
+        return known
+
+
+def probe_ratio(backend, seq, rows: int = 9) -> Optional[float]:
+    """b / a from the fastest of two forwards of 1 row and of `rows` rows (every row's logits, as a
+    drafted round asks) on a scratch sequence `seq`, removed again; None if they cannot say."""
+    best = {1: float("inf"), rows: float("inf")}
+    for _ in range(2):
+        for n in best:
+            began = time.perf_counter()
+            backend.step([(seq, [0] * n)], [n])
+            best[n] = min(best[n], time.perf_counter() - began)
+            backend.trim(seq, n)
+    b = (best[rows] - best[1]) / (rows - 1)
+    a = best[1] - b
+    return min(max(b / a, 0.01), 4.0) if a > 0 and b > 0 else None
 
 
 def worth_asking(accepts: list[float], wanted: list[int], rows: int, decoding: int,

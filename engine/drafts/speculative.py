@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from .lookup import LookupIndex
-from .model_cost import RowCost, worth_asking
+from .model_cost import RowCost, probe_ratio, worth_asking
 from .odds import MatchOdds, ReplyOdds
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ class Speculator:
             try:
                 backend.step([(seq, [0, 0])])
                 self._usable = bool(backend.trim(seq, 1)) and backend.held_tokens(seq) == 1
+                if self._usable:  # what a row costs here, measured once (a few forwards)
+                    self.cost.probed = probe_ratio(backend, seq)
             except Exception:
                 log.exception("drafted tokens cannot be rolled back on this model; drafting is off")
                 self._usable = False
