@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
+from ..drafts.model_cost import step_seconds
 from ..engine import Engine
 from ..types import EngineConfig, SamplingParams
 
@@ -111,25 +112,17 @@ def speculative_figures(model: str, say: Callable[..., None], tokens: int = EDIT
     return figures
 
 
-def _step_seconds(engine: Engine, rows: int, repeats: int = 7) -> tuple[float, float]:
-    """Fastest seconds of one llama.cpp forward of 1 row and of `rows` rows of one sequence, every
-    row's logits asked for, on a scratch sequence after a 300-token prompt."""
+def _step_seconds(engine: Engine, rows: int) -> tuple[float, float]:
+    """`model_cost.step_seconds` (fastest of 7) on a scratch sequence after a 300-token prompt."""
     def run(worker) -> tuple[float, float]:
         backend = worker.backend
         seq = backend.new_state()
-        best = {1: float("inf"), rows: float("inf")}
         try:
             with backend.compute():
                 backend.step([(seq, list(range(100, 400)))])
-                for _ in range(repeats):
-                    for n in best:
-                        began = time.perf_counter()
-                        backend.step([(seq, list(range(500, 500 + n)))], [n])
-                        best[n] = min(best[n], time.perf_counter() - began)
-                        backend.trim(seq, n)
+                return step_seconds(backend, seq, rows, repeats=7)
         finally:
             backend.free_state(seq)
-        return best[1], best[rows]
 
     return engine._call(run)
 

@@ -69,18 +69,24 @@ class RowCost:
         return known
 
 
-def probe_ratio(backend, seq, rows: int = 9) -> Optional[float]:
-    """b / a from the fastest of two forwards of 1 row and of `rows` rows (every row's logits, as a
-    drafted round asks) on a scratch sequence `seq`, removed again; None if they cannot say."""
+def step_seconds(backend, seq, rows: int, repeats: int = 2) -> tuple[float, float]:
+    """Fastest seconds of one forward of 1 row and of `rows` rows (every row's logits, as a drafted
+    round asks) on a scratch sequence `seq`; each forward's tokens are removed again."""
     best = {1: float("inf"), rows: float("inf")}
-    for _ in range(2):
+    for _ in range(repeats):
         for n in best:
             began = time.perf_counter()
             backend.step([(seq, [0] * n)], [n])
             best[n] = min(best[n], time.perf_counter() - began)
             backend.trim(seq, n)
-    b = (best[rows] - best[1]) / (rows - 1)
-    a = best[1] - b
+    return best[1], best[rows]
+
+
+def probe_ratio(backend, seq, rows: int = 9) -> Optional[float]:
+    """b / a from `step_seconds`; None if they cannot say."""
+    one, many = step_seconds(backend, seq, rows)
+    b = (many - one) / (rows - 1)
+    a = one - b
     return min(max(b / a, 0.01), 4.0) if a > 0 and b > 0 else None
 
 

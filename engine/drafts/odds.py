@@ -47,37 +47,44 @@ def _verdicts(drafted: int, accepted: int) -> list[tuple[int, bool]]:
     return [(j, j <= accepted) for j in range(1, min(drafted, accepted + 1) + 1)]
 
 
+def _length(match: int) -> int:
+    """The record a match length is kept under (longer matches than the priors name share the last)."""
+    return min(max(match, 0), max(FIRST_PRIOR))
+
+
 @dataclass
-class MatchOdds:
-    """The engine's record: per match length, the first draft's rate and the next drafts' rate."""
+class _Record:
+    """Per match length, the first draft's rate and the next drafts' rate."""
 
     first: dict[int, Rate] = field(default_factory=lambda: {m: Rate() for m in FIRST_PRIOR})
     next: dict[int, Rate] = field(default_factory=lambda: {m: Rate() for m in FIRST_PRIOR})
 
+    def _add(self, m: int, drafted: int, accepted: int, decay: float = 1.0) -> None:
+        for j, taken in _verdicts(drafted, accepted):
+            (self.first if j == 1 else self.next)[m].add(taken, decay)
+
+
+class MatchOdds(_Record):
+    """The engine's record, drawn toward the priors."""
+
     def rates(self, match: int) -> tuple[float, float]:
-        m = min(max(match, 0), max(FIRST_PRIOR))
+        m = _length(match)
         return (self.first[m].value(FIRST_PRIOR[m], ENGINE_WEIGHT),
                 self.next[m].value(NEXT_PRIOR, ENGINE_WEIGHT))
 
     def learn(self, match: int, drafted: int, accepted: int) -> None:
-        m = min(max(match, 0), max(FIRST_PRIOR))
-        for j, taken in _verdicts(drafted, accepted):
-            (self.first if j == 1 else self.next)[m].add(taken, DECAY)
+        self._add(_length(match), drafted, accepted, DECAY)
 
 
-@dataclass
-class ReplyOdds:
+class ReplyOdds(_Record):
     """One reply's own record, drawn toward the engine's rates until it has drafted enough."""
-
-    first: dict[int, Rate] = field(default_factory=lambda: {m: Rate() for m in FIRST_PRIOR})
-    next: dict[int, Rate] = field(default_factory=lambda: {m: Rate() for m in FIRST_PRIOR})
 
     def chances(self, engine: MatchOdds, match: int, n: int) -> list[float]:
         """The chance each of the first `n` drafts of a `match`-token match (0: the draft model's
         guess) is used this round."""
         if match < 0 or n <= 0:
             return []
-        m = min(match, max(FIRST_PRIOR))
+        m = _length(match)
         first, later = engine.rates(m)
         p = self.first[m].value(first, REPLY_WEIGHT)
         q = self.next[m].value(later, REPLY_WEIGHT)
@@ -96,7 +103,5 @@ class ReplyOdds:
         """A round's verdict on drafts of a `match`-token match: `accepted` leading ones were taken."""
         if match < 0 or drafted <= 0:
             return
-        m = min(match, max(FIRST_PRIOR))
-        for j, taken in _verdicts(drafted, accepted):
-            (self.first if j == 1 else self.next)[m].add(taken)
-        engine.learn(m, drafted, accepted)
+        self._add(_length(match), drafted, accepted)
+        engine.learn(match, drafted, accepted)

@@ -18,7 +18,8 @@ session may append drafted tokens (engine/drafts/lookup.py) after its last token
 
 Adaptive, never a loss: a lookup draft's chance of being taken comes from the length of the match
 that proposed it (a draft model's guess has its own), learned per engine and per reply
-(engine/drafts/odds.py), and the engine keeps a running fit of what one more row costs a round. A round gets a draft only where
+(engine/drafts/odds.py), and the engine keeps a running fit of what one more row costs a round
+(probed once, engine/drafts/model_cost.py). A round gets a draft only where
 the expected tokens gained beat the time it adds (the greedy rule below), never more than
 MAX_DRAFT per session or ROUND_CAP per round, and while some session in the round drafts nothing,
 never more than MAX_SLOWDOWN of that session's round time. Free chat, whose drafts rarely match,
