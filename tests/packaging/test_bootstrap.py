@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import bootstrap
+import gpu_detect  # bootstrap put packaging/ on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_RUN = subprocess.run  # bootstrap's `subprocess` is this module: the fixture patches run on both
@@ -27,22 +28,42 @@ PIP_FAILURE = "\n".join([
 
 
 class Pip:
-    """Stands in for subprocess.run: records each pip command and its CMAKE_ARGS; the llama.cpp build
-    fails while `llama_fails` is set. Reading pyproject.toml runs for real (on this Python)."""
+    """Stands in for pip: records each pip command and its CMAKE_ARGS (and the build's other variables);
+    the llama.cpp build fails while `llama_fails` is set (or only the builds whose CMAKE_ARGS hold
+    `fails_with`), and a GPU build finds its GPU while `gpu_seen` is set. Reading pyproject.toml runs
+    for real (on this Python)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[list[str], str | None]] = []
+        self.envs: list[dict] = []
         self.llama_fails = False
+        self.fails_with = ""
+        self.gpu_seen = True
 
     def __call__(self, command, cwd=None, check=False, env=None, capture_output=False, text=False):
         command = [str(c) for c in command]
+        if command[1] == "-c" and command[2] == bootstrap._SEES_GPU:
+            return subprocess.CompletedProcess(command, 0 if self.gpu_seen else 3, "", "" if self.gpu_seen else
+                                               "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device")
         if command[1] == "-c":
             return REAL_RUN([sys.executable, *command[1:]], check=check, capture_output=capture_output, text=text)
-        self.calls.append((command[len(bootstrap.pip(Path("python"))):], (env or {}).get("CMAKE_ARGS")))
-        failed = self.llama_fails and any(c.startswith("llama-cpp-python") for c in command)
-        if failed and check:
-            raise subprocess.CalledProcessError(1, command)
+        return self.pip(command, env)
+
+    def pip(self, command: list[str], env) -> subprocess.CompletedProcess:
+        assert command[1:5] == ["-m", "pip", "install", "--disable-pip-version-check"]
+        args = [a for a in command[5:] if a not in ("-q", "-v")]
+        cmake_args = (env or {}).get("CMAKE_ARGS")
+        self.calls.append((args, cmake_args))
+        self.envs.append(dict(env or {}))
+        llama = any(c.startswith("llama-cpp-python") for c in command)
+        failed = llama and (self.llama_fails or bool(self.fails_with and self.fails_with in (cmake_args or "")))
         return subprocess.CompletedProcess(command, 1 if failed else 0, "", PIP_FAILURE if failed else "")
+
+    def build(self, command, env, log, label, estimate_min, out=None, cwd=None):
+        """Stands in for build_progress.run_with_progress (the llama.cpp build); writes the log as it does."""
+        done = self.pip([str(c) for c in command], env)
+        log.write_text(done.stderr)
+        return done.returncode, done.stderr
 
     def llama_calls(self) -> list[tuple[list[str], str | None]]:
         return [c for c in self.calls if any(a.startswith("llama-cpp-python") for a in c[0])]
@@ -50,18 +71,34 @@ class Pip:
 
 @pytest.fixture
 def checkout(tmp_path, monkeypatch):
-    """A checkout with this pyproject.toml and an existing .venv (its python a placeholder)."""
+    """A checkout with this pyproject.toml and an existing .venv (its python a placeholder), on a
+    machine with no GPU (whatever this one has)."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     venv = tmp_path / ".venv"
     monkeypatch.setattr(bootstrap, "ROOT", tmp_path)
     monkeypatch.setattr(bootstrap, "VENV", venv)
     bootstrap.venv_python().parent.mkdir(parents=True)
     bootstrap.venv_python().write_text("")
-    for name in ("CMAKE_ARGS", "CONFAB_REQUIRE_LLAMA"):
+    for name in ("CMAKE_ARGS", "CONFAB_REQUIRE_LLAMA", "CONFAB_LLAMA_GPU"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(gpu_detect, "nvidia_gpus", lambda environ: [])
+    monkeypatch.setattr(gpu_detect, "vulkan_toolchain", lambda environ: None)
     pip = Pip()
     monkeypatch.setattr(bootstrap.subprocess, "run", pip)
+    monkeypatch.setattr(bootstrap.build_progress, "run_with_progress", pip.build)
     return tmp_path, pip
+
+
+@pytest.fixture
+def gpu_machine(checkout, monkeypatch):
+    """The checkout on a machine with an RTX 4070 (driver for CUDA 12.4) and CUDA 12.4 installed."""
+    root, pip = checkout
+    card = gpu_detect.Gpu("NVIDIA GeForce RTX 4070", "8.9", 12282, "550.54.14", "12.4")
+    nvcc = gpu_detect.CudaCompiler(Path("/usr/local/cuda-12.4/bin/nvcc"), "12.4", "PATH", Path("/usr/local/cuda-12.4"))
+    monkeypatch.setattr(gpu_detect, "nvidia_gpus", lambda environ: [card])
+    monkeypatch.setattr(gpu_detect, "cuda_compilers", lambda environ, venv: [nvcc])
+    monkeypatch.setattr(gpu_detect, "toolkit_lacks", lambda root: [])
+    return root, pip
 
 
 LLAMA = "llama-cpp-python==0.3.16"
@@ -80,19 +117,18 @@ def test_llama_cpp_is_a_pinned_dependency_on_every_platform():
     ({"CMAKE_ARGS": "-DGGML_CUDA=on"}, "-DGGML_CUDA=on"),  # the user's own, untouched
     ({"CMAKE_ARGS": "-DGGML_VULKAN=on -DGGML_OPENMP=ON"}, "-DGGML_VULKAN=on -DGGML_OPENMP=ON"),
 ])
-def test_cmake_args_are_the_quick_cpu_build_unless_the_user_set_their_own(environ, cmake_args):
-    env = bootstrap.llama_build_env({"PATH": "/bin", **environ})
-    assert env["CMAKE_ARGS"] == cmake_args and env["PATH"] == "/bin"
+def test_without_a_gpu_it_is_the_quick_cpu_build_unless_the_user_set_their_own(checkout, environ, cmake_args):
+    builds = bootstrap.build_plan({"PATH": "/bin", **environ}).builds
+    assert builds[0].cmake_args == cmake_args and len(builds) == 1
 
 
-def test_default_build_keeps_openmp_off():
-    # OMP_WAIT_POLICY=PASSIVE (set for torch) slows an OpenMP llama.cpp 4-5x in the same process.
-    assert "-DGGML_OPENMP=OFF" in bootstrap.llama_build_env({})["CMAKE_ARGS"].split()
-
-
-def test_default_build_keeps_llamafile_kernels_off():
-    # with them a token's logits depended on how many rows shared its step (tests/engine/test_llamacpp_rows.py)
-    assert "-DGGML_LLAMAFILE=OFF" in bootstrap.llama_build_env({})["CMAKE_ARGS"].split()
+def test_every_build_keeps_openmp_and_llamafile_off(gpu_machine):
+    # OMP_WAIT_POLICY=PASSIVE (set for torch) slows an OpenMP llama.cpp 4-5x in the same process; with
+    # llamafile's kernels a token's logits depended on how many rows shared its step (test_llamacpp_rows.py)
+    builds = bootstrap.build_plan({}).builds
+    assert [b.kind for b in builds] == ["cuda", "cpu"]
+    for build in builds:
+        assert {"-DGGML_OPENMP=OFF", "-DGGML_LLAMAFILE=OFF"} <= set(build.cmake_args.split())
 
 
 def test_llama_cpp_builds_in_its_own_step_after_everything_else(checkout):
@@ -119,7 +155,7 @@ def test_a_failed_llama_build_leaves_a_working_install_and_says_why(checkout, ca
     assert "could not build llama-cpp-python" in err
     assert "CMAKE_CXX_COMPILER not set" in err  # pip's own reason, shown
     assert "runs GGUF models on torch" in err and "python3 bootstrap.py setup" in err
-    assert PIP_FAILURE in (root / ".venv" / bootstrap.LLAMA_LOG).read_text()
+    assert PIP_FAILURE in bootstrap.llama_log("cpu").read_text()
 
 
 def test_a_recorded_failure_is_retried_by_setup_not_by_every_launch(checkout):
@@ -192,3 +228,88 @@ def test_failure_message_shows_the_end_of_pips_output(tmp_path):
     message = bootstrap.llama_failure_message(output, tmp_path / "log", tail=3)
     assert "    line 37\n    line 38\n    line 39" in message and "line 36" not in message
     assert str(tmp_path / "log") in message
+
+
+# -- a machine with an NVIDIA GPU ------------------------------------------------------------------------
+CUDA_ARGS = f"{bootstrap.LLAMA_CPU_CMAKE_ARGS} -DGGML_CUDA=on -DGGML_CUDA_NO_VMM=ON -DCMAKE_CUDA_ARCHITECTURES=89-real"
+
+
+def test_a_gpu_machine_gets_the_cuda_build_for_its_card_with_the_compiler_found(gpu_machine, capsys):
+    root, pip = gpu_machine
+    bootstrap.ensure_venv("")
+    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], CUDA_ARGS)]
+    env = pip.envs[-1]
+    assert env["CUDACXX"] == "/usr/local/cuda-12.4/bin/nvcc" and env["CUDAToolkit_ROOT"] == "/usr/local/cuda-12.4"
+    assert "CUDA for sm_89 with nvcc 12.4" in capsys.readouterr().out
+    assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
+        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "ok": True}
+    bootstrap.ensure_venv("")
+    assert len(pip.llama_calls()) == 1, "built once"
+
+
+def test_a_failed_cuda_build_falls_back_to_the_cpu_build_and_keeps_its_reason(gpu_machine, capsys):
+    root, pip = gpu_machine
+    pip.fails_with = "-DGGML_CUDA=on"
+    bootstrap.ensure_venv("")
+    assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS]
+    err = capsys.readouterr().err
+    assert "CMAKE_CXX_COMPILER not set" in err and "Trying the next build instead: this CPU's own" in err
+    assert PIP_FAILURE in bootstrap.llama_log("cuda").read_text(), "the CUDA build's reason stays in its log"
+    stamp = json.loads((root / ".venv" / "confab-llama").read_text())
+    assert stamp["ok"] and stamp["cmake_args"] == bootstrap.LLAMA_CPU_CMAKE_ARGS
+    bootstrap.ensure_venv("")  # `run` again: no new attempt at the failed CUDA build
+    assert len(pip.llama_calls()) == 2
+    pip.fails_with = ""
+    bootstrap.main(["setup"])  # `setup` tries CUDA again; it builds now and replaces the CPU build
+    assert pip.llama_calls()[-1] == ([LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"], CUDA_ARGS)
+    assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
+        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "ok": True}
+
+
+def test_a_cuda_build_that_finds_no_gpu_is_replaced_by_the_cpu_build(gpu_machine, capsys):
+    root, pip = gpu_machine
+    pip.gpu_seen = False  # e.g. a driver older than the toolkit: the library loads, the card does not answer
+    bootstrap.ensure_venv("")
+    assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS]
+    assert pip.llama_calls()[1][0] == [LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"]
+    assert "llama.cpp found no GPU with it" in capsys.readouterr().err
+    assert json.loads((root / ".venv" / "confab-llama").read_text())["cmake_args"] == bootstrap.LLAMA_CPU_CMAKE_ARGS
+
+
+def test_without_a_usable_nvcc_nvidias_toolkit_wheels_go_into_the_venv_first(gpu_machine, monkeypatch):
+    root, pip = gpu_machine
+    monkeypatch.setattr(gpu_detect, "cuda_compilers", lambda environ, venv: [])
+    merged = []
+    monkeypatch.setattr(bootstrap.cuda_wheels, "merge", lambda nvidia, into: merged.append((nvidia, into)))
+    bootstrap.ensure_venv("")
+    toolkit = root / ".venv" / "cuda-toolkit"
+    wheels = [c for c, _ in pip.calls if "--target" in c]
+    assert wheels == [["--upgrade", "--target", str(toolkit / "packages"),
+                       "cuda-toolkit[nvcc,cudart,cublas,cccl,crt,nvvm]>=12.0,<12.5"]], "no newer than the driver runs"
+    assert merged == [(toolkit / "packages" / "nvidia", toolkit)]
+    assert pip.envs[-1]["CUDACXX"] == str(toolkit / "bin" / "nvcc")
+    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], CUDA_ARGS)]
+
+
+def test_the_users_own_cmake_args_win_on_a_gpu_machine(gpu_machine, monkeypatch):
+    _, pip = gpu_machine
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_VULKAN=on")
+    bootstrap.ensure_venv("")
+    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], "-DGGML_VULKAN=on")]
+
+
+def test_confab_llama_gpu_cpu_keeps_the_cpu_build(gpu_machine, monkeypatch):
+    _, pip = gpu_machine
+    monkeypatch.setenv("CONFAB_LLAMA_GPU", "cpu")
+    bootstrap.ensure_venv("")
+    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)]
+
+
+def test_ci_fails_only_when_no_build_at_all_succeeds(gpu_machine, monkeypatch):
+    _, pip = gpu_machine
+    monkeypatch.setenv("CONFAB_REQUIRE_LLAMA", "1")
+    pip.fails_with = "-DGGML_CUDA=on"
+    assert bootstrap.ensure_venv("")  # the CPU build is llama.cpp too: no SystemExit
+    pip.llama_fails = True
+    assert bootstrap.main(["setup"]) == 0  # CUDA retried (CI retries), failed; the CPU build stays and counts
+    assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS, CUDA_ARGS]
