@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from engine import DEFAULT_MODEL, EngineConfig
+from engine.cli.options import add_gpu_layers
 
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
@@ -25,6 +26,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     parser.add_argument("--draft-model", default=None, metavar="SOURCE",
                         help="llama.cpp: a small .gguf of the model's vocabulary that also guesses tokens for it to check")
+    add_gpu_layers(parser)
     parser.add_argument("--home", type=Path, default=None, help="data folder (default: $CONFAB_HOME or the user data dir)")
     parser.add_argument("--self-test", action="store_true",
                         help="start the real window on the bundled model in a temporary folder, chat, restart, check; exit 0 when all is well")
@@ -36,7 +38,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    config = EngineConfig(backend=args.backend, dtype=args.dtype, draft_model=args.draft_model)
+    config = EngineConfig(backend=args.backend, dtype=args.dtype, draft_model=args.draft_model, gpu_layers=args.gpu_layers)
     if args.self_test:
         from app.devtools.self_test import run_self_test
 

@@ -181,7 +181,8 @@ class ConfabApp(QObject):
         kernel = getattr(engine, "kernel_check", None)  # llama.cpp's load-time check; None elsewhere
         self.window.set_model(name, engine.backend, engine.device, engine.capacity, engine.max_context,
                               precision, reason, getattr(engine, "backend_reason", ""),
-                              kernel.note if kernel is not None else "", getattr(engine, "draft_model", ""))
+                              kernel.note if kernel is not None else "", getattr(engine, "draft_model", ""),
+                              getattr(engine, "placement", ""), getattr(engine, "placement_reason", ""))
         self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)

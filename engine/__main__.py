@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 
+from .cli.options import add_gpu_layers
 from .models import DEFAULT_MODEL
 
 
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--temperature", type=float, default=0.7)
     chat.add_argument("--max-tokens", type=int, default=512)
     chat.add_argument("--system", default=None, help="system prompt")
+    add_gpu_layers(chat)
 
     bench = sub.add_parser("bench", help="measure load, prefill and decode speed against the plain library")
     bench.add_argument("--model", default=DEFAULT_MODEL)

@@ -130,6 +130,20 @@ class Engine:
         return self._worker.backend.device
 
     @property
+    def placement(self) -> str:
+        """llama.cpp on a GPU: the card and the layers on it ("RTX 4070 · 31/31 layers"); "" on the CPU
+        and on torch or MLX (whose `device` says it all)."""
+        placement = getattr(self._worker.backend, "placement", None)
+        return placement.describe() if placement is not None else ""
+
+    @property
+    def placement_reason(self) -> str:
+        """llama.cpp: why that many layers are on the GPU ("the whole model fits the GPU (31/31
+        layers)"), or why none is ("this llama.cpp is built for CUDA but found no GPU: …"); "" elsewhere."""
+        placement = getattr(self._worker.backend, "placement", None)
+        return placement.why if placement is not None else ""
+
+    @property
     def dtype(self) -> str:
         return self._worker.backend.dtype
 

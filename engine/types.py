@@ -51,6 +51,11 @@ class EngineConfig:
     guesses each reply's next tokens, for the model to check in the same forward
     (engine/drafts/draft_model.py); a source as for Engine.load. None: lookup drafts only."""
 
+    gpu_layers: Optional[int] = None
+    """llama.cpp: how many of the model's layers go on the GPU (its blocks from the last back, then the
+    output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
+    none (the CPU only). Ignored where the llama.cpp build has no GPU."""
+
     def __post_init__(self) -> None:
         for name in ("backend", "device", "dtype"):
             if not isinstance(getattr(self, name), str):
@@ -65,6 +70,9 @@ class EngineConfig:
         for name in ("deterministic", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if self.gpu_layers is not None and not (_is_int(self.gpu_layers) and self.gpu_layers >= 0):
+            raise InvalidRequestError(f"gpu_layers must be a whole number of layers (0 or more) or None for "
+                                      f"as many as fit, not {self.gpu_layers!r}")
         if self.draft_model is not None and not isinstance(self.draft_model, str):
             raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):

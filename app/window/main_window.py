@@ -231,10 +231,11 @@ class MainWindow(QMainWindow):
 
     def set_model(self, name: str, backend: str, device: str, capacity=None, max_context: int = 0,
                   precision: str = "", precision_reason: str = "", backend_reason: str = "",
-                  kernel_warning: str = "", draft_model: str = "") -> None:
-        """Show the loaded model (its name; then the backend it runs on, the device, the precision
-        its weights compute in, and why) and, from then on, its capacity and how much of its
-        context (`max_context` tokens) the conversation shown fills."""
+                  kernel_warning: str = "", draft_model: str = "", placement: str = "",
+                  placement_reason: str = "") -> None:
+        """Show the loaded model (its name; then the backend it runs on, the device, the card and the
+        layers on it, the precision its weights compute in, and why) and, from then on, its capacity
+        and how much of its context (`max_context` tokens) the conversation shown fills."""
         self.chat.context_meter.set_limit(max_context)
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(name, short_model(name))
@@ -243,9 +244,11 @@ class MainWindow(QMainWindow):
         # forms; the whole reason is in the tooltip's "Why", which backend_reason carries
         warning = " · kernel check failed" if kernel_warning else ""
         drafting = f" · drafting with {short_model(draft_model.split(' (')[0])}" if draft_model else ""
-        self.backend_label.setText(backend_text(backend, device, precision) + warning + drafting,
-                                   backend_compact(backend, device) + warning + (" · drafting" if draft_model else ""))
+        on = f" · {placement}" if placement else ""
+        self.backend_label.setText(backend_text(backend, device, precision, placement) + warning + drafting,
+                                   backend_compact(backend, device) + on + warning + (" · drafting" if draft_model else ""))
         self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason)
+                                      + (f"\nGPU: {placement_reason}" if placement_reason else "")
                                       + (f"\nDraft model: {draft_model} guesses tokens for the model to check"
                                          if draft_model else ""))
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."

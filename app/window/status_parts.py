@@ -26,13 +26,14 @@ def backend_name(backend: str) -> str:
     return BACKEND_NAMES.get(backend, backend)
 
 
-def backend_text(backend: str, device: str, precision: str = "") -> str:
-    """One line naming what runs the model: "PyTorch on CPU · float32 · 4-bit weights"; a remote
-    server is named by its address ("Remote server at 127.0.0.1:8317")."""
+def backend_text(backend: str, device: str, precision: str = "", placement: str = "") -> str:
+    """One line naming what runs the model: "PyTorch on CPU · float32 · 4-bit weights", "llama.cpp on
+    NVIDIA GPU (CUDA) · RTX 4070 · 31/31 layers · Q4_K"; a remote server is named by its address
+    ("Remote server at 127.0.0.1:8317")."""
     if backend == "remote":
         return f"{backend_name(backend)} at {device}"
     where = f"{backend_name(backend)} on {DEVICE_NAMES.get(device, device)}"
-    return where + (f" · {precision}" if precision else "")
+    return where + "".join(f" · {part}" for part in (placement, precision) if part)
 
 
 def backend_compact(backend: str, device: str) -> str:

@@ -12,20 +12,17 @@ used and freed only on the engine thread (a llama.cpp context is not thread-safe
 - `step` decodes any mix of sequences and token counts in one `llama_batch` / `llama_decode`: every
   decoding session's next token together with a chunk of a pending prompt, as llama.cpp's server does.
 - Sampling stays in the engine's numpy sampler: `step` returns float32 logits, one row per sequence.
-- Save/restore: the sequence's bytes (`llama_state_seq_get_data` / `set_data`) as one uint8 tensor in
-  the engine's safetensors state file, whose metadata is checked before any byte is used.
+- Save/restore: the sequence's bytes in the engine's safetensors state file (llamacpp_state.py).
+- On a GPU build, as many layers as fit go on the GPU, the pool sized beside them (llamacpp_offload.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import dataclasses
 import logging
 import os
-import sys
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ContextManager, Optional
 
@@ -36,75 +33,20 @@ import llama_cpp as lc
 from .. import capacity
 from ..correctness import kernels as kernel_check
 from ..correctness.cpu_features import cpu_flags
-from ..errors import CapacityError, ModelLoadError, StateFileError
-from .thread_policy import ThreadPolicy
+from ..errors import CapacityError, ModelLoadError
+from ..models.gguf_header import read_header
 from . import llamacpp_model as model_meta
-from .llamacpp_cells import CellOrder, read_sequence
+from . import llamacpp_offload as offload_plan
+from .llamacpp_cells import CellOrder
+from .llamacpp_devices import gpu_devices
+from .llamacpp_library import DECODE_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq, init_library
+from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
+from .native import backends_in
+from .thread_policy import ThreadPolicy
 from .torch_threads import thread_count
 
 log = logging.getLogger(__name__)
-
-POOL_SESSIONS = 4
-"""Default pool: this many sessions filled to max_context (within the memory budget). Sessions share
-it, so many short conversations fit where only four full ones would."""
-POOL_STEP = 256
-"""llama.cpp pads a context's cell count to a multiple of this."""
-KV_BYTES = 2
-"""The K/V cache is float16 (llama.cpp's default type)."""
-_DECODE_ERRORS = {1: "no room in the KV pool", 2: "aborted", -1: "invalid batch"}
-_init_lock = threading.Lock()
-_initialized = False
-
-
-# ggml's log levels (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continuation). llama-cpp-python's
-# own callback maps an older numbering (its "error" is today's warning), so it is replaced: llama.cpp's
-# errors reach this module's logger as errors, the rest (e.g. "n_ctx_per_seq < n_ctx_train", which
-# does not apply to a unified pool) at info level and below.
-_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
-
-
-@lc.llama_log_callback
-def _log_callback(level: int, text: bytes, user_data) -> None:
-    severity = _LOG_LEVELS.get(level, logging.DEBUG)
-    if log.isEnabledFor(severity):
-        log.log(severity, "llama.cpp: %s", text.decode(errors="replace").rstrip())
-
-
-def _init_library() -> None:
-    """llama_backend_init once per process (it is process-wide; never freed while engines may run)."""
-    global _initialized
-    with _init_lock:
-        if not _initialized:
-            lc.llama_log_set(_log_callback, ctypes.c_void_p(0))
-            lc.llama_backend_init()
-            _initialized = True
-
-
-@dataclass
-class Seq:
-    """One session's state: its sequence id and how many positions it holds."""
-
-    id: int
-    n_past: int = 0
-
-
-@dataclass(frozen=True)
-class Pool:
-    """What the context was sized for, in tokens and bytes (read by the worker's capacity)."""
-
-    tokens: int
-    bytes_per_token: int
-    max_sessions: int
-    max_context: int
-
-    @property
-    def budget(self) -> int:
-        return self.tokens * self.bytes_per_token
-
-    @property
-    def per_session(self) -> int:
-        return self.max_context * self.bytes_per_token
 
 
 class LlamaCppBackend:
@@ -113,11 +55,15 @@ class LlamaCppBackend:
     def __init__(self, device: str, dtype: str, config) -> None:
         if device not in ("auto", "cpu", "cuda", "metal"):
             raise ModelLoadError(f"the llamacpp backend runs on auto, cpu, cuda or metal, not {device!r}")
-        _init_library()
+        init_library()
+        self.device_asked = device
         self.offload = device != "cpu" and bool(lc.llama_supports_gpu_offload())
         if device in ("cuda", "metal") and not self.offload:
             raise ModelLoadError(f"device {device!r} was asked for but this llama.cpp build has no GPU support")
-        self.device = ("metal" if sys.platform == "darwin" else "gpu") if self.offload else "cpu"
+        self.device = "cpu"
+        """"cuda", "vulkan", "metal" once layers are on that GPU (set by load), else "cpu"."""
+        self.placement: Optional[offload_plan.Placement] = None
+        """Where the model runs: the card, the layers on it and why (set by load)."""
         self.dtype = "float16"
         # A dtype set for torch/MLX (e.g. in the app's settings) does not apply: said, not refused.
         self.dtype_reason = "float16 K/V cache; weights in the formats the GGUF stores" + (
@@ -151,16 +97,57 @@ class LlamaCppBackend:
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, path: Path, config: dict, plain_why: str = "") -> None:
-        """Load with kernel_check's path for this build and CPU; `plain_why`: the plain path, for that reason."""
+        """Load with kernel_check's path for this build and CPU (`plain_why`: the plain path, for that
+        reason), with as many layers on the GPU as fit (llamacpp_offload.py); where llama.cpp cannot
+        allocate them after all, with fewer, down to none: a model never fails to load for want of VRAM."""
         self._path = Path(path)
         self.kernel_path = kernel_check.plain(plain_why) if plain_why else kernel_check.choose_path(
             lc.llama_print_system_info().decode(errors="replace"), cpu_flags(), os.environ)
+        devices = gpu_devices() if self.offload else []
+        offload = self._plan_offload(devices)
+        why = offload.why
+        while (failure := self._open(offload)) is not None:
+            if offload.layers == 0:
+                raise ModelLoadError(failure)
+            fewer = offload_plan.fewer_layers(offload.layers)
+            log.warning("%s with %d layers on the GPU; trying %d", failure, offload.layers, fewer)
+            why = f"{fewer}/{offload.total} layers: llama.cpp could not allocate {offload.layers} on the GPU"
+            offload = dataclasses.replace(offload, layers=fewer, pool_tokens=offload.pool_tokens if fewer else None)
+        card = devices[0] if devices else None
+        self.placement = offload_plan.Placement(card.backend if card else "", card.description if card else "",
+                                                offload.layers, offload.total, why)
+        self.device = self.placement.device
+
+    def _plan_offload(self, devices: list) -> "offload_plan.Offload":
+        """How many layers go on the GPU (none without one) and the pool they leave room for."""
+        if not devices:
+            built = [b for b in backends_in(lc.llama_print_system_info().decode(errors="replace")) if b != "CPU"]
+            why = ("asked to run on the CPU" if self.device_asked == "cpu" else
+                   f"this llama.cpp is built for {', '.join(built)} but found no GPU: is the driver installed "
+                   "and working?" if built else "this llama.cpp build has no GPU backend (bootstrap.py setup builds one)")
+            return offload_plan.Offload(0, 0, None, why)
+        shape = offload_plan.ModelShape.of(read_header(self._path))
+        per_token = shape.kv_per_token_block * max(shape.blocks, 1)
+        cfg = self.config
+        whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
+        if cfg.memory_budget is not None:
+            want = least = max(whole, cfg.memory_budget // max(per_token, 1))
+        else:
+            want, least = POOL_SESSIONS * whole, whole
+        return offload_plan.plan_offload(shape, shape.kv_per_token_block, sum(d.free for d in devices), want, least,
+                                         n_ubatch=min(512, self.kernel_path.max_ubatch or 512),
+                                         requested=cfg.gpu_layers, step=POOL_STEP)
+
+    def _open(self, offload: "offload_plan.Offload") -> Optional[str]:
+        """Load the model and its context with `offload.layers` on the GPU; None when done, else
+        what failed (everything made on the way freed again)."""
+        path = self._path
         params = lc.llama_model_default_params()
-        params.n_gpu_layers = -1 if self.offload else 0
+        params.n_gpu_layers = offload.layers
         params.use_extra_bufts = self.kernel_path.extra_bufts
         model = lc.llama_model_load_from_file(str(path).encode(), params)
         if not model:
-            raise ModelLoadError(f"llama.cpp could not load {Path(path).name} (see its message above)")
+            return f"llama.cpp could not load {path.name} (see its message above)"
         self.model = model
         self.weights_nbytes = int(lc.llama_model_size(model))
         self._n_vocab = int(lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model)))
@@ -168,7 +155,7 @@ class LlamaCppBackend:
         self.can_draft = not self._swa and not lc.llama_model_is_recurrent(model)
         self.quantized = f"{model_meta.describe(model)} (GGUF, as stored)"
         per_token = model_meta.bytes_per_token(model, KV_BYTES)
-        pool_tokens, n_seq = self._pool_size(per_token)
+        pool_tokens, n_seq = self._pool_size(per_token, offload)
         cp = lc.llama_context_default_params()
         cp.n_ctx = pool_tokens
         self._batch_size = self.config.prefill_chunk + n_seq
@@ -185,7 +172,9 @@ class LlamaCppBackend:
         cp.no_perf = True
         ctx = lc.llama_init_from_model(model, cp)
         if not ctx:
-            raise ModelLoadError(f"llama.cpp could not create a context of {pool_tokens} tokens for {Path(path).name}")
+            lc.llama_model_free(model)
+            self.model = None
+            return f"llama.cpp could not create a context of {pool_tokens} tokens for {path.name}"
         self.ctx = ctx
         self._threadpool = attach_sleeping_pool(ctx, self.threads)
         self._mem = lc.llama_get_memory(ctx)
@@ -194,6 +183,7 @@ class LlamaCppBackend:
         self._free = list(range(n_seq))
         self.cells = CellOrder(ctx, self._mem, self.pool.tokens, retired_id=n_seq,
                                ordered=model_meta.attention_only(self.model))
+        return None
 
     def warm_up(self, max_context: int, max_batch: int, report) -> None:
         """The kernel check at load (kernel_check.check_at_load); its forwards page the weights in."""
@@ -201,16 +191,16 @@ class LlamaCppBackend:
         self.kernel_check = kernel_check.check_at_load(
             self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report)
 
-    def _pool_size(self, per_token: int) -> tuple[int, int]:
+    def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
         """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS
-        sessions at max_context lowered to the default budget; never less than one full session."""
+        sessions at max_context lowered to what the memory holding the pool has room for (RAM's
+        default budget, the GPU's room beside its layers: llamacpp_offload.pool_budget); never less
+        than one full session."""
         cfg = self.config
         most = lc.llama_max_parallel_sequences() - 1  # one id is kept for retired cells
         n_seq = min(cfg.max_sessions or most, most)
-        if cfg.memory_budget is not None:
-            budget = cfg.memory_budget
-        else:
-            budget = min(capacity.default_budget(self.available_memory()), POOL_SESSIONS * cfg.max_context * per_token)
+        budget = offload_plan.pool_budget(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
+                                          capacity.default_budget(self.available_memory()), offload)
         tokens = budget // per_token
         if tokens < cfg.max_context:
             raise CapacityError(
@@ -316,7 +306,7 @@ class LlamaCppBackend:
             if rc == 0 and n == len(items):  # decode only: the calls the thread policy compares
                 self._tune(time.perf_counter() - began, n)
             if rc != 0:
-                raise RuntimeError(f"llama_decode failed: {_DECODE_ERRORS.get(rc, 'error')} ({rc})")
+                raise RuntimeError(f"llama_decode failed: {DECODE_ERRORS.get(rc, 'error')} ({rc})")
             out = [np.stack([self._logits(row) for row in span]) if rows is not None else self._logits(span[0])
                    for span in last]
         except BaseException:
@@ -376,37 +366,7 @@ class LlamaCppBackend:
 
     # -- save / restore ----------------------------------------------------------------------------
     def save_state(self, seq: Seq, path: Path, metadata: dict[str, str]) -> None:
-        from safetensors.numpy import save_file
-
-        data = np.zeros(0, dtype=np.uint8)
-        if seq.n_past:
-            data = np.frombuffer(read_sequence(self.ctx, seq.id), dtype=np.uint8).copy()
-        save_file({"llama_seq": data}, str(path), metadata={**metadata, "llama_tokens": str(seq.n_past)})
+        save_sequence(self, seq, path, metadata)
 
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
-        from safetensors import safe_open
-
-        path = Path(path)
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = dict(f.metadata() or {})
-                data = f.get_tensor("llama_seq")
-            held = int(meta["llama_tokens"])
-        except Exception as e:
-            raise StateFileError(f"{path.name} is not a readable llama.cpp session state: {e}") from e
-        free = self.pool.tokens - self.held_tokens()
-        if held > free:
-            raise CapacityError(f"{path.name} holds {held} tokens; the KV pool has {free} of {self.pool.tokens} free")
-        seq = self.new_state()
-        if held:
-            self.cells.make_room(held, self._live)
-            data = np.ascontiguousarray(data, dtype=np.uint8)
-            read = lc.llama_state_seq_set_data(
-                self.ctx, data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), data.size, seq.id)
-            seq.n_past = int(lc.llama_memory_seq_pos_max(self._mem, seq.id)) + 1
-            if read:
-                self.cells.placed(max(seq.n_past, 0))
-            if not read or seq.n_past != held:
-                self.free_state(seq)
-                raise StateFileError(f"{path.name}: llama.cpp could not restore its {held} tokens into this model")
-        return seq, meta
+        return load_sequence(self, path)

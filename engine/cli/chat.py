@@ -23,7 +23,8 @@ def run_chat(args: argparse.Namespace) -> int:
             engine = RemoteEngine.connect(args.server, args.api_key, args.model)
             about = f"{engine.label} (remote)"
         else:
-            engine = Engine.load(args.model or DEFAULT_MODEL, EngineConfig(backend=args.backend, dtype=args.dtype),
+            engine = Engine.load(args.model or DEFAULT_MODEL, EngineConfig(backend=args.backend, dtype=args.dtype,
+                                                                              gpu_layers=args.gpu_layers),
                                  progress=progress)
             about = (f"{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
                      f"weights {engine.capacity().weights_bytes / 2**20:.0f} MiB; {engine.backend_reason}")

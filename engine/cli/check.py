@@ -61,6 +61,8 @@ def check_model(source: str, backend: str = "auto", reference: bool = True,
     engine = Engine.load(source, EngineConfig(backend=backend, max_context=1024, **dtype))
     try:
         say(f"model: {engine.model.name} on {engine.backend} ({engine.backend_reason})")
+        if engine.placement_reason:
+            say(f"device: {engine.device}{' · ' + engine.placement if engine.placement else ''} ({engine.placement_reason})")
         check = engine.kernel_check
         if check is not None:
             say(f"kernel path: {check.describe()}")

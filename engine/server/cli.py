@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .. import Engine, EngineConfig
+from ..cli.options import add_gpu_layers
 from ..errors import EngineError
 from ..models import DEFAULT_MODEL
 from .runner import DEFAULT_PORT, LOOPBACK, UnsafeBindError, bound_port, check_bind, make_server
@@ -33,6 +34,7 @@ def add_parser(sub) -> None:
     serve.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="llama.cpp: a small .gguf of the same vocabulary that also guesses tokens for the "
                             "model to check (e.g. the 135M of a 1.7B's family)")
+    add_gpu_layers(serve)
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
 
@@ -55,7 +57,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     config = EngineConfig(backend=args.backend, dtype=args.dtype, max_context=args.max_context,
                           max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
-                          draft_model=args.draft_model)
+                          draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None))
     print(f"loading {args.model} …", file=sys.stderr, flush=True)
     try:
         engine = Engine.load(args.model, config)
@@ -85,7 +87,8 @@ def _announce_when_started(server, args: argparse.Namespace, engine: Engine) -> 
         if server.started:
             shown = f"[{args.host}]" if ":" in args.host else args.host
             url = f"http://{shown}:{bound_port(server)}/v1"
-            print(f"serving {engine.source} ({engine.model.name}, {engine.backend} {engine.device} {engine.dtype}) "
+            on = f" · {engine.placement}" if engine.placement else ""
+            print(f"serving {engine.source} ({engine.model.name}, {engine.backend} {engine.device}{on} {engine.dtype}) "
                   f"at {url}", flush=True)
             if engine.draft_model:
                 print(f"drafting with {engine.draft_model}", flush=True)

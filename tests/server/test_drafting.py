@@ -45,6 +45,13 @@ def test_models_say_drafting_is_off_where_the_backend_does_not_draft(serve, tiny
     assert listed["drafting"] == {"enabled": False, "draft_model": None}
 
 
+def test_models_say_where_the_model_runs(serve, drafting_engine):
+    listed = http(serve(drafting_engine)).get("/v1/models").json()["data"][0]
+    runs_on = listed["runs_on"]
+    assert runs_on["backend"] == "llamacpp" and runs_on["device"] == drafting_engine.device
+    assert runs_on["placement"] == (drafting_engine.placement or None)  # "RTX 4070 · 31/31 layers" on a GPU
+
+
 def test_serve_with_a_draft_model_says_so_when_it_starts():
     command = [sys.executable, "-m", "engine", "serve", "--port", "0", "--backend", "llamacpp",
                "--max-context", "512", "--max-sessions", "2", "--draft-model", BUNDLED]

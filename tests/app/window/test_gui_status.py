@@ -155,6 +155,27 @@ def test_a_draft_model_is_said_in_the_status_bar(window):
     assert "drafting" not in window.backend_label.text() and "Draft" not in window.backend_label.toolTip()
 
 
+def test_a_gpu_says_which_card_and_how_many_layers(qtbot, window):
+    """llama.cpp on a GPU: the card and the layers on it, in both forms; why that many, in the tooltip."""
+    window.resize(1600, 400)
+    window.set_model("Llama-3.1-8B-Instruct", "llamacpp", "cuda", precision="Q4_K", placement="RTX 4070 · 33/33 layers",
+                     placement_reason="the whole model fits the GPU (33/33 layers)")
+    label = window.backend_label
+    assert label.text() == "llama.cpp on NVIDIA GPU (CUDA) · RTX 4070 · 33/33 layers · Q4_K"
+    assert "GPU: the whole model fits the GPU (33/33 layers)" in label.toolTip()
+    window.resize(700, 400)
+    qtbot.waitUntil(lambda: label.shown_text() != label.text(), timeout=5_000)
+    assert label.compact_text() == "llama.cpp · CUDA · RTX 4070 · 33/33 layers"
+    assert label.shown_text() == label.compact_text() or label.shown_text().endswith("…")
+
+
+def test_a_gpu_build_that_found_no_gpu_says_why_in_the_tooltip(window):
+    reason = "this llama.cpp is built for CUDA but found no GPU: is the driver installed and working?"
+    window.set_model("SmolLM2-135M-Instruct", "llamacpp", "cpu", precision="Q4_1", placement_reason=reason)
+    assert window.backend_label.text() == "llama.cpp on CPU · Q4_1"
+    assert f"GPU: {reason}" in window.backend_label.toolTip()
+
+
 def test_a_narrow_window_elides_each_part_and_keeps_its_whole_text(qtbot, window):
     window.set_model("SmolLM2-135M-Instruct", "torch", "cpu", precision="float32 · 4-bit weights")
     window.stats_label.setText("41.0 tok/s · TTFT 85 ms")

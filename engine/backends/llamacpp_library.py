@@ -1,0 +1,74 @@
+"""What every llama.cpp engine in the process shares: the library's one-time set-up, its log routed
+to Python's logging, and the small records a backend keeps (a session's sequence, the pool's size)."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+from dataclasses import dataclass
+
+import llama_cpp as lc
+
+log = logging.getLogger("engine.backends.llamacpp")
+
+POOL_SESSIONS = 4
+"""Default pool: this many sessions filled to max_context (within the memory budget). Sessions share
+it, so many short conversations fit where only four full ones would."""
+POOL_STEP = 256
+"""llama.cpp pads a context's cell count to a multiple of this."""
+KV_BYTES = 2
+"""The K/V cache is float16 (llama.cpp's default type)."""
+DECODE_ERRORS = {1: "no room in the KV pool", 2: "aborted", -1: "invalid batch"}
+_init_lock = threading.Lock()
+_initialized = False
+
+
+# ggml's log levels (ggml.h: 1 debug, 2 info, 3 warn, 4 error, 5 continuation). llama-cpp-python's
+# own callback maps an older numbering (its "error" is today's warning), so it is replaced: llama.cpp's
+# errors reach this module's logger as errors, the rest (e.g. "n_ctx_per_seq < n_ctx_train", which
+# does not apply to a unified pool) at info level and below.
+_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
+
+
+@lc.llama_log_callback
+def _log_callback(level: int, text: bytes, user_data) -> None:
+    severity = _LOG_LEVELS.get(level, logging.DEBUG)
+    if log.isEnabledFor(severity):
+        log.log(severity, "llama.cpp: %s", text.decode(errors="replace").rstrip())
+
+
+def init_library() -> None:
+    """llama_backend_init once per process (it is process-wide; never freed while engines may run)."""
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            lc.llama_log_set(_log_callback, ctypes.c_void_p(0))
+            lc.llama_backend_init()
+            _initialized = True
+
+
+@dataclass
+class Seq:
+    """One session's state: its sequence id and how many positions it holds."""
+
+    id: int
+    n_past: int = 0
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What the context was sized for, in tokens and bytes (read by the worker's capacity)."""
+
+    tokens: int
+    bytes_per_token: int
+    max_sessions: int
+    max_context: int
+
+    @property
+    def budget(self) -> int:
+        return self.tokens * self.bytes_per_token
+
+    @property
+    def per_session(self) -> int:
+        return self.max_context * self.bytes_per_token
