@@ -14,7 +14,7 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import (QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QApplication, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.chat.message_view import BOTTOM_SLACK_PX, DEFAULT_EMPTY_TEXT, MessageView, Shown
 from app.store import Message
@@ -161,6 +161,11 @@ class ChatView(QScrollArea):
             v.set_dark(dark)
 
     def _remove_views_from(self, index: int) -> None:
+        focused = QApplication.focusWidget()
+        if focused is not None and any(v.isAncestorOf(focused) for v in self._views[index:]):
+            # Move the focus first: hiding the focused widget would let Qt pass it on along the
+            # tab chain, to the conversation list say, as if the user had gone there.
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
         for view in self._views[index:]:
             self.column.removeWidget(view)
             view.hide()

@@ -14,11 +14,12 @@ from html import escape
 from typing import Iterable, Optional
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLineEdit, QListWidget, QListWidgetItem,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLineEdit, QListWidgetItem,
                                QMenu, QToolButton, QToolTip, QVBoxLayout, QWidget)
 
 from app.window.conversation_delegate import (GENERATING_ROLE, ID_ROLE, KIND_ROLE, SNIPPET_ROLE, TITLE_ROLE,
                                        ConversationDelegate)
+from app.window.conversation_rows import ConversationRows
 from app.chat.markdown_render import plain_title
 from app.store import Conversation, SearchHit
 
@@ -108,7 +109,7 @@ class ConversationList(QWidget):
         self.new_button.clicked.connect(self.new_requested)
 
     def setup_list(self) -> None:
-        self.list = QListWidget(self)
+        self.list = ConversationRows(self)  # taking the focus opens nothing
         self.list.installEventFilter(self)
         self.list.viewport().installEventFilter(self)
         self.list.setAccessibleName("Conversations")

@@ -329,9 +329,11 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         """An empty page at once; the conversation is created by its first message, so the list
-        never fills with empty "New conversation" entries and typing right away cannot race."""
+        never fills with empty "New conversation" entries and typing right away cannot race.
+        The focus goes to the composer before the page clears, wherever it was (a message about
+        to go away, the list, the search field)."""
+        self.composer.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.show_conversation(None)
-        self.composer.setFocus()
 
     def close_conversation(self) -> None:
         """Ctrl+W: leave the conversation (it keeps any running reply) for an empty page."""

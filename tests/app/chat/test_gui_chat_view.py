@@ -296,3 +296,26 @@ def test_a_failed_reply_says_why_in_words_with_the_raw_error_behind_details(view
     assert not line.details.isHidden() and line.details.text().replace("\u200b", "") == raw
     line.toggle.click()
     assert line.details.isHidden()
+
+
+def test_a_message_going_away_with_the_focus_leaves_it_in_the_view(qtbot):
+    """Qt would pass the focus of a hidden widget along the tab chain (to the conversation list in
+    the window, which then opened its first conversation): the view keeps it instead."""
+    from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    box = QVBoxLayout(window)
+    other = QLineEdit()  # before the view in the tab chain, as the list is in the main window
+    view = ChatView()
+    box.addWidget(other)
+    box.addWidget(view)
+    window.resize(600, 400)
+    with qtbot.waitActive(window):
+        window.show()
+        window.activateWindow()
+    view.set_messages(1, conversation("Question", CODE_REPLY))
+    views(view)[-1].body.setFocus(Qt.FocusReason.MouseFocusReason)
+    assert QApplication.focusWidget() is views(view)[-1].body
+    view.set_messages(2, conversation("Another question"))
+    assert QApplication.focusWidget() is view
