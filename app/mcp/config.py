@@ -6,14 +6,14 @@
         "search": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer …"}}}}
 
 A server with `command` runs as a child process over stdio; one with `url` is reached over
-streamable HTTP. Unknown keys (Cursor's, Claude's) are kept when the app writes the file back.
-Also kept here: how many tool steps one reply may take and how long a call may run (`confab` key).
+streamable HTTP. The app changes the file only in place (`config_edit`): what the user wrote,
+unknown keys (Cursor's, Claude's) included, stays as written. Also kept here: how many tool steps
+one reply may take and how long a call may run (`confab` key).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -108,26 +108,6 @@ def load_config(home: Path) -> McpConfig:
     return McpConfig(tuple(parse_server(n, v) for n, v in servers.items()), steps, float(timeout))
 
 
-def save_config(home: Path, config: McpConfig) -> None:
-    """Write the servers and limits back, keeping keys the app does not use; atomically. Refuses
-    (ConfigError) while the file on disk cannot be read."""
-    path = config_path(home)
-    raw = _read(path)  # ConfigError: a file the user broke is never overwritten; they fix it first
-    old = raw.get("mcpServers") if isinstance(raw.get("mcpServers"), dict) else {}
-    servers = {}
-    for s in config.servers:  # a server's unknown keys (e.g. Cursor's "type") stay
-        kept = {k: v for k, v in (old.get(s.name) or {}).items()
-                if k not in ("command", "args", "env", "url", "serverUrl", "headers")}
-        servers[s.name] = {**kept, **s.as_json()}
-    raw["mcpServers"] = servers
-    raw["confab"] = {**(raw.get("confab") if isinstance(raw.get("confab"), dict) else {}),
-                     "stepLimit": config.step_limit, "timeoutSeconds": config.timeout_s}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(raw, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _read(path: Path) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
@@ -135,10 +115,16 @@ def _read(path: Path) -> dict:
         return {}
     except OSError as e:
         raise ConfigError(f"mcp.json could not be read: {e}") from None
+    return parse_json(text) if text.strip() else {}
+
+
+def parse_json(text: str) -> dict:
+    """The file's object; ConfigError with the line and column where it stops parsing."""
     try:
-        raw = json.loads(text) if text.strip() else {}
-    except ValueError as e:
-        raise ConfigError(f"mcp.json is not valid JSON: {e}") from None
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"mcp.json is not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}. "
+                          "Fix it in a text editor; until then Confab leaves the file as it is.") from None
     if not isinstance(raw, dict):
         raise ConfigError("mcp.json must hold a JSON object")
     return raw

@@ -23,7 +23,7 @@ from app.conversations.tool_turn import pending
 from app.store import Message, Store, ToolCallRecord
 
 from .approval import ALWAYS, DENY, ApprovalDialog
-from .config import ConfigError, McpConfig, load_config, save_config
+from .config import ConfigError, McpConfig, load_config
 from .hub import McpHub
 from .offer import offer_for
 
@@ -62,18 +62,24 @@ class McpController(QObject):
 
     # -- config ------------------------------------------------------------------------------------
     def reload(self) -> None:
-        """Read mcp.json again and start its servers in the background."""
+        """Read mcp.json again (the user may have changed it since) and start its servers in the
+        background. A file that does not read keeps the servers read last running (a file being
+        edited stops no conversation's tools); `config_error` says why."""
         try:
-            self.config, self.config_error = load_config(self.home), ""
+            config = load_config(self.home)
         except ConfigError as e:
-            self.config, self.config_error = McpConfig(), str(e)
+            self.config_error = str(e)
             self.notice.emit(str(e))
+            return
+        self.config, self.config_error = config, ""
         self.hub.configure(self.config.servers)
         for server in self.config.servers:
             self.hub.connect(server.name)
 
-    def save(self, config: McpConfig) -> None:
-        save_config(self.home, config)
+    def change(self, edit: Callable[[Path], None]) -> None:
+        """Apply `edit` (one of `config_edit`'s: it reads the file as it is now and changes only
+        its part) to mcp.json, then read it again. OSError or ConfigError: nothing was written."""
+        edit(self.home)
         self.reload()
 
     def close(self) -> None:

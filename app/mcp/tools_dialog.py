@@ -1,11 +1,11 @@
 """Tools ▸ MCP servers and tools…: the servers of `mcp.json` (add, remove), which ones the shown
 conversation uses, each server's tools and log, and the limits (tool steps per reply, call timeout).
-Every change is saved to `mcp.json` at once."""
+The file is read again when the dialog opens and before each change, and every change is written
+into it at once, in place (`config_edit`): servers and keys the user wrote there stay."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
 from typing import Callable, Optional
 
 from PySide6.QtCore import QTimer
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpin
                                QVBoxLayout, QWidget)
 
 from .config import ConfigError, ServerConfig, parse_server
+from .config_edit import add_server, check_writable, remove_server, set_limits
 from .controller import McpController
 
 REFRESH_MS = 1000
@@ -29,6 +30,7 @@ class ToolsDialog(QDialog):
         self.controller = controller
         self.conversation_id = conversation_id
         self.used: set[str] = set()
+        controller.reload()  # the user may have written mcp.json since the app read it
         self.setWindowTitle("MCP servers and tools")
         self.setAccessibleName("MCP servers and tools")
         self.servers = QListWidget(accessibleName="MCP servers")
@@ -161,17 +163,25 @@ class ToolsDialog(QDialog):
         self.controller.bridge.run(lambda store: store.set_conversation_servers(cid, names)).success(self._got_used)
 
     def add_server(self) -> None:
+        """Refused at once, with the reason, while mcp.json cannot be changed (it does not parse)."""
+        self.controller.reload()
+        try:
+            check_writable(self.controller.home)
+        except (OSError, ConfigError) as e:
+            self._refused(e)
+            return
+        self.refresh()
         dialog = AddServerDialog(lambda name: self.controller.config.server(name) is not None, self)
         if dialog.exec() == QDialog.DialogCode.Accepted:
-            config = self.controller.config
-            self._save(replace(config, servers=config.servers + (dialog.server,)))
-            self.servers.setCurrentRow(self.servers.count() - 1)
+            server = dialog.server
+            if self._save(lambda home: add_server(home, server)):
+                names = [self.servers.item(i).text() for i in range(self.servers.count())]
+                self.servers.setCurrentRow(names.index(server.name) if server.name in names else -1)
 
     def remove_server(self) -> None:
         server = self.current()
         if server is not None:
-            config = self.controller.config
-            self._save(replace(config, servers=tuple(s for s in config.servers if s.name != server.name)))
+            self._save(lambda home: remove_server(home, server.name))
 
     def restart_server(self) -> None:
         server = self.current()
@@ -180,15 +190,24 @@ class ToolsDialog(QDialog):
             hub.stop(server.name).add_done_callback(lambda _f: hub.connect(server.name))
 
     def save_limits(self) -> None:
-        config = self.controller.config
-        self._save(replace(config, step_limit=self.step_limit.value(), timeout_s=float(self.timeout.value())))
+        steps, timeout = self.step_limit.value(), float(self.timeout.value())
+        self._save(lambda home: set_limits(home, steps, timeout))
 
-    def _save(self, config) -> None:
+    def _save(self, edit: Callable) -> bool:
+        """Apply `edit` to the file as it is now; False (and why, in words) when nothing was written."""
         try:
-            self.controller.save(config)
+            self.controller.change(edit)
         except (OSError, ConfigError) as e:
-            QMessageBox.warning(self, "MCP servers", f"mcp.json was not changed: {e}")
+            self._refused(e)
+            return False
         self.refresh()
+        return True
+
+    def _refused(self, error: BaseException) -> None:
+        self.refresh()
+        self.error_label.setText(f"mcp.json was not changed: {error}")
+        self.error_label.show()
+        QMessageBox.warning(self, "MCP servers", f"mcp.json was not changed: {error}")
 
 
 class AddServerDialog(QDialog):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.mcp.config import ConfigError, McpConfig, ServerConfig, load_config, parse_server, save_config
+from app.mcp.config import ConfigError, McpConfig, ServerConfig, load_config, parse_server
+from app.mcp.config_edit import remove_server, set_limits
 from app.mcp.hub import McpHub
 
 SERVER = Path(__file__).with_name("tool_server.py")
@@ -80,7 +81,8 @@ def test_mcp_json_in_cursors_format_round_trips_keeping_unknown_keys(tmp_path):
     files, search = config.servers
     assert (files.transport, files.command, files.args, files.env) == ("stdio", "npx", ("-y", "server-files", "~/notes"), {"DEBUG": "1"})
     assert (search.transport, search.headers) == ("http", {"Authorization": "Bearer x"})
-    save_config(tmp_path, McpConfig((files,), step_limit=7, timeout_s=12))
+    remove_server(tmp_path, "search")
+    set_limits(tmp_path, 7, 12)
     raw = json.loads((tmp_path / "mcp.json").read_text())
     assert raw["other"] == 1 and raw["mcpServers"]["files"]["type"] == "stdio" and "search" not in raw["mcpServers"]
     again = load_config(tmp_path)
@@ -105,7 +107,8 @@ def test_bad_server_entries_are_named(entry, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("{", "not valid JSON"),
+    ("{", "not valid JSON at line 1, column 2"),
+    ('{\n  "mcpServers": {}\n  "other": 1\n}', "not valid JSON at line 3, column 3: Expecting ','"),
     ("[]", "must hold a JSON object"),
     ('{"mcpServers": []}', "must be an object of servers"),
     ('{"confab": {"stepLimit": 0}}', "stepLimit"),
