@@ -218,8 +218,14 @@ class ConfabApp(QObject):
             self.local_server.set_engine(engine if engine is not None and engine.is_local else None)
 
     # -- settings ----------------------------------------------------------------------------------
-    def edit_settings(self) -> None:
+    def settings_dialog(self) -> SettingsDialog:
+        """Settings…, showing the settings and, beside them, what the local API really does."""
         dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
+        dialog.local_server.show_state(*self.local_server.state())
+        return dialog
+
+    def edit_settings(self) -> None:
+        dialog = self.settings_dialog()
         if dialog.exec() == QDialog.DialogCode.Accepted:
             before = self._config_for(self.source).draft_model if self.source else None
             self.apply_settings(dialog.result_settings())

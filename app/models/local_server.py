@@ -14,6 +14,10 @@ never waits on the server or the engine, except once at quit. The server's libra
 uvicorn) are imported on that thread the first time the server starts, so an app that never turns
 it on never pays for them at startup.
 
+A port another program holds is found before uvicorn tries it (`ports`): the failure says so in
+words, offers the next free port, and the status bar shows "API off" until the API runs or the user
+turns it off.
+
 While the app uses a model on another server, the local API is paused (503 saying why; "API paused"
 in the status bar), not a relay to that server: programs pointed at this computer's address would
 otherwise send their prompts, under the user's key, to another machine without knowing, and the
@@ -32,6 +36,7 @@ from PySide6.QtCore import QObject, Signal
 from engine import Engine
 
 from app.bridge import GuiRoute
+from app.models.ports import free_port_after, port_in_use
 from app.window.status_parts import PartLabel
 
 if TYPE_CHECKING:
@@ -64,6 +69,10 @@ class LocalServer(QObject):
         self.paused_for = ""
         """The server whose model the app uses while the local API is paused ("" when not paused)."""
         self.address = ""
+        self.problem = ""
+        """Why the API is off although the settings ask for it ("" when it is not)."""
+        self.free_port: Optional[int] = None
+        """A free port to offer instead of the one that was taken (None: none found, or no problem)."""
         self.label = PartLabel()  # a status bar part (`MainWindow.add_status_part`)
         self.label.setAccessibleName("Local API server address")
         self.label.setToolTip("The local API server: point OpenAI-compatible tools at this address")
@@ -73,7 +82,12 @@ class LocalServer(QObject):
     def apply(self, enabled: bool, port: int, api_key: str) -> None:
         """Start, restart or stop the server to match the settings; returns at once."""
         wanted = (int(port), api_key) if enabled else None
-        if wanted == self._wanted or self._closed:
+        if self._closed:
+            return
+        if wanted is None and self.problem:  # the user turned off what could not start: nothing to say
+            self.problem, self.free_port = "", None
+            self._show(self.address)
+        if wanted == self._wanted:
             return
         self._wanted = wanted
         self._jobs.submit(self._switch, wanted)
@@ -130,6 +144,9 @@ class LocalServer(QObject):
             self._route.post(self._show, "")
             return
         port, key = wanted
+        if port_in_use(port):
+            self._route.post(self._fail, *port_taken(port))
+            return
         try:
             from engine.server import LOOPBACK, BackgroundServer, EngineHost, ServerSettings
 
@@ -138,17 +155,26 @@ class LocalServer(QObject):
                     self.host = EngineHost()
                     self._point(self.host)
             self._running = BackgroundServer(self.host, ServerSettings(api_key=key or None), LOOPBACK, port).start()
-        except Exception as e:  # OSError (port in use) and anything unexpected: tell the user
+        except Exception as e:  # OSError (taken since the check) and anything unexpected: tell the user
             log.warning("the local API server did not start: %s", e)
-            self._route.post(self._fail, f"The local API server could not start on port {port}: {e}")
+            self._route.post(self._fail, *not_started(port, e))
             return
         self._route.post(self._show, self._running.url)
 
     # -- back on the GUI thread --------------------------------------------------------------------
+    def state(self) -> tuple[str, str, Optional[int]]:
+        """(address served, "" when none; why it is off although asked for; a free port to offer)."""
+        return self.address, self.problem, self.free_port
+
     def _show(self, address: str) -> None:
         changed = address != self.address
         self.address = address
-        if address and self.paused_for:
+        if address:
+            self.problem, self.free_port = "", None
+        if self.problem:
+            self.label.setText("API off")  # asked for, not running: why in the tooltip (and the notice)
+            self.label.setToolTip(self.problem)
+        elif address and self.paused_for:
             self.label.setText("API paused")
             self.label.setToolTip(f"The local API server ({address}) is paused while Confab uses the model on "
                                   f"{self.paused_for}: it serves only a model loaded on this computer. Load "
@@ -156,11 +182,27 @@ class LocalServer(QObject):
         else:
             self.label.setText(f"API: {address}" if address else "")
             self.label.setToolTip("The local API server: point OpenAI-compatible tools at this address")
-        self.label.setVisible(bool(address))
+        self.label.setVisible(bool(address or self.problem))
         if changed:
             self.changed.emit(address)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, free_port: Optional[int] = None) -> None:
         self._wanted = None  # so that saving the settings again retries
+        self.problem, self.free_port = message, free_port
         self._show("")
         self.failed.emit(message)
+
+
+def not_started(port: int, error: BaseException) -> tuple[str, Optional[int]]:
+    """Why the server did not start, in words (uvicorn gives only an exit code), and a port to offer."""
+    if port_in_use(port):
+        return port_taken(port)
+    return f"The local API server could not start on port {port} ({error}), so it is off.", None
+
+
+def port_taken(port: int) -> tuple[str, Optional[int]]:
+    """The words for a port another program holds, and the next free port, which they offer."""
+    free = free_port_after(port)
+    offer = (f"Port {free} is free: use it in Settings ▸ Local API server." if free is not None
+             else "Choose another port in Settings ▸ Local API server.")
+    return f"Port {port} is in use by another program, so the local API is off. {offer}", free

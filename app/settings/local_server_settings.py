@@ -1,10 +1,11 @@
-"""Settings ▸ "Local API server": on/off, port and an optional API key, as one group box."""
+"""Settings ▸ "Local API server": on/off, port and an optional API key, as one group box, and what
+the server does now (`show_state`): one that could not start shows off, says why and offers a free port."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QPushButton, QSpinBox, QWidget
 
 from app.settings.app_settings import API_PORT_RANGE, AppSettings
 
@@ -33,8 +34,37 @@ class LocalServerGroup(QGroupBox):
         form.addRow(self.enabled)
         form.addRow("P&ort:", self.port)
         form.addRow("API &key:", self.key)
+        self.state = QLabel(wordWrap=True, accessibleName="Local API server state")
+        self.state.hide()
+        self.use_free = QPushButton(accessibleName="Use the free port")
+        self.use_free.hide()
+        self.use_free.clicked.connect(self._use_free_port)
+        self._free_port: Optional[int] = None
+        form.addRow(self.state)
+        form.addRow("", self.use_free)
         self.enabled.toggled.connect(self._enable_fields)
         self._enable_fields(settings.api_server)
+
+    def show_state(self, address: str, problem: str = "", free_port: Optional[int] = None) -> None:
+        """What the server does now. Running: its address. Asked for but not running (`problem`, a port
+        another program holds, say): the box shows the truth, off, with why, and `free_port` offered."""
+        self._free_port = free_port
+        if problem:
+            self.enabled.setChecked(False)
+            self.state.setText(problem)
+            self.state.setStyleSheet("color: #b00020;")
+        else:
+            self.state.setText(f"Running at {address}" if address else "")
+            self.state.setStyleSheet("")
+        self.state.setVisible(bool(self.state.text()))
+        self.use_free.setText(f"Use port {free_port}" if free_port is not None else "")
+        self.use_free.setVisible(bool(problem) and free_port is not None)
+
+    def _use_free_port(self) -> None:
+        if self._free_port is not None:
+            self.port.setValue(self._free_port)
+            self.enabled.setChecked(True)
+            self.use_free.hide()
 
     def _enable_fields(self, on: bool) -> None:
         self.port.setEnabled(on)

@@ -87,3 +87,49 @@ def test_a_port_in_use_is_reported_not_fatal(qtbot, confab):
     assert str(port) in failed.args[0]
     assert confab.local_server.address == ""
     assert str(port) in confab.window.statusBar().currentMessage()
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def test_a_busy_port_is_said_in_words_shown_off_and_another_offered(qtbot, confab):
+    """A new user's report: the notice read "…could not start on 127.0.0.1:8317: 3.", Settings kept
+    the box ticked and nothing showed the API was off."""
+    with socket.socket() as taken:  # another program holds the port
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with qtbot.waitSignal(confab.local_server.failed, timeout=TIMEOUT) as failed:
+            confab.apply_settings(replace(confab.settings, api_server=True, api_port=port))
+        message = failed.args[0]
+        assert f"Port {port} is in use by another program" in message and ": 3" not in message
+        offered = int(message.split("Port ")[2].split(" is free")[0])  # "… Port 8318 is free: …"
+        assert offered != port and port_is_free(offered)
+        assert f"Port {port} is in use by another program" in confab.window.notices.text
+        label = confab.local_server.label
+        assert label.isVisibleTo(confab.window) and label.text().startswith("API off")
+        assert f"Port {port} is in use" in label.toolTip()
+
+        dialog = confab.settings_dialog()  # what Settings… opens
+        qtbot.addWidget(dialog)
+        group = dialog.local_server
+        assert not group.enabled.isChecked()  # the true state: off
+        assert group.state.isVisibleTo(dialog) and f"Port {port} is in use" in group.state.text()
+        assert group.use_free.isVisibleTo(dialog) and group.use_free.text() == f"Use port {offered}"
+        group.use_free.click()
+        assert group.enabled.isChecked() and group.port.value() == offered
+        confab.apply_settings(dialog.result_settings())
+    qtbot.waitUntil(lambda: confab.local_server.address == f"http://127.0.0.1:{offered}/v1", timeout=TIMEOUT)
+    assert label.text() == f"API: http://127.0.0.1:{offered}/v1"
+    again = confab.settings_dialog()
+    qtbot.addWidget(again)
+    assert again.local_server.enabled.isChecked() and not again.local_server.use_free.isVisibleTo(again)
+    confab.apply_settings(replace(confab.settings, api_server=False))
+    qtbot.waitUntil(lambda: confab.local_server.address == "", timeout=TIMEOUT)
+    assert not label.isVisibleTo(confab.window)

@@ -66,3 +66,19 @@ def test_an_unchecked_box_stands_out_from_the_background(qtbot, qapp, theme):
         assert max(abs(v - background) for v in indicator) >= 45  # was 19 in the dark theme (51 in the light one)
     finally:
         qapp.setPalette(old_palette)
+
+
+def test_a_local_api_that_could_not_start_says_why_within_the_dialog(qtbot, tmp_path):
+    dialog = SettingsDialog(AppSettings(api_server=True), tmp_path, tray_available=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    width = dialog.width()
+    group = dialog.local_server
+    group.show_state("", "Port 8317 is in use by another program, so the local API is off. Port 8318 is "
+                         "free: use it in Settings ▸ Local API server.", 8318)
+    qtbot.waitUntil(lambda: group.state.isVisible() and group.use_free.isVisible())
+    dialog.scroll.ensureWidgetVisible(group.use_free)
+    assert dialog.width() == width
+    for widget in (group.state, group.use_free):  # wrapped, not past the group's right edge
+        assert widget.mapTo(group, widget.rect().topRight()).x() <= group.width()
