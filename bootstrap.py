@@ -156,6 +156,8 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
         failed.append(want)
         if pip_installed:  # built and installed, but it found no GPU: it replaced the build before
             installed = want
+            with open(llama_log(build.kind), "a", encoding="utf-8") as log:
+                log.write(f"\n{reason}\n")
         stamp.write_text(json.dumps({**(installed or want), "ok": installed is not None, "failed": failed}))
         following = builds[i + 1].what if i + 1 < len(builds) else None
         kept = installed["cmake_args"] if installed else None
@@ -189,10 +191,22 @@ def _build_llama(python: Path, requirement: str, build: llama_build_plan.Build,
                                                     build.estimate_minutes(), cwd=ROOT)
     if code != 0:
         return False, output
-    return True, _sees_gpu(python, build) if build.kind in ("cuda", "vulkan") else None
+    if build.kind not in ("cuda", "vulkan"):
+        return True, None
+    why = _sees_gpu(python, build)
+    if why and build.kind == "cuda" and "cannot open shared object file" in why:
+        # CUDA's runtime is not where the system's loader looks (NVIDIA's wheels in .venv, a toolkit
+        # outside ld.so.conf): link it beside the library, which looks there first, and ask again
+        linked = cuda_wheels.link_runtime(Path(build.env["CUDAToolkit_ROOT"]), _llama_library_folder(python))
+        print(f"  linked {', '.join(linked) or 'nothing'} from {build.env['CUDAToolkit_ROOT']} beside llama.cpp",
+              flush=True)
+        why = _sees_gpu(python, build) if linked else why
+    return True, why
 
 
 _SEES_GPU = "import llama_cpp, sys; sys.exit(0 if llama_cpp.llama_supports_gpu_offload() else 3)"
+_LIBRARY_FOLDER = ("import importlib.util, pathlib; "
+                   "print(pathlib.Path(importlib.util.find_spec('llama_cpp').submodule_search_locations[0]) / 'lib')")
 
 
 def _sees_gpu(python: Path, build: llama_build_plan.Build) -> str | None:
@@ -201,8 +215,14 @@ def _sees_gpu(python: Path, build: llama_build_plan.Build) -> str | None:
     check = subprocess.run([str(python), "-c", _SEES_GPU], capture_output=True, text=True, cwd=ROOT)
     if check.returncode == 0:
         return None
-    return (f"{build.what}: built, but {'llama.cpp found no GPU with it' if check.returncode == 3 else 'it does not load'}"
-            f"\n{check.stdout}{check.stderr}")
+    return (f"{check.stdout}{check.stderr}\n{build.what}: built, but "
+            f"{'llama.cpp found no GPU with it' if check.returncode == 3 else 'it does not load'}")
+
+
+def _llama_library_folder(python: Path) -> Path:
+    """llama_cpp/lib in .venv (found without importing llama_cpp, which may not load yet)."""
+    return Path(subprocess.run([str(python), "-c", _LIBRARY_FOLDER], capture_output=True, text=True,
+                               check=True).stdout.strip())
 
 
 def llama_failure_message(output: str, log: Path, kept: str | None = None, tail: int = 12,
@@ -211,9 +231,14 @@ def llama_failure_message(output: str, log: Path, kept: str | None = None, tail:
     how to try again. `kept`: the CMAKE_ARGS of a build still installed from before; `following`:
     the build tried next (the CPU build after a failed GPU build)."""
     lines = [line for line in output.splitlines() if line.strip()][-tail:]
-    if following is not None:
-        meaning = f"Trying the next build instead: {following}."
-    elif kept is not None:
+    if following is not None:  # a GPU build: the compiler worked or was not the problem
+        return "\n".join([
+            "the llama.cpp build did not work here; the end of its output:",
+            *(f"    {line}" for line in lines),
+            f"(all of it in {log})",
+            f"Trying the next build instead: {following}. `python3 bootstrap.py setup` tries this one again.",
+        ])
+    if kept is not None:
         meaning = f"The llama.cpp installed before (CMAKE_ARGS={kept!r}) stays in use."
     else:
         meaning = "Confab is installed and runs GGUF models on torch instead of llama.cpp (slower on a CPU)."

@@ -84,3 +84,22 @@ def _unversioned_names(lib: Path) -> None:
         match = _VERSIONED.match(entry.name)
         if match and not (lib / match.group(1)).exists():
             _link_or_copy(entry, lib / match.group(1), copy=False)
+
+
+RUNTIME = ("libcudart.so", "libcublas.so", "libcublasLt.so")
+"""The CUDA libraries ggml's CUDA library loads at start (by their major-versioned names)."""
+
+
+def link_runtime(toolkit: Path, library_folder: Path) -> list[str]:
+    """Link a toolkit's CUDA runtime and cuBLAS into `library_folder` (llama_cpp/lib, which the built
+    libraries search first: their RPATH is $ORIGIN) where the system's loader would not find them,
+    as with a toolkit of NVIDIA's wheels in .venv; the names linked."""
+    linked = []
+    for lib in (toolkit / "lib64", toolkit / "lib"):
+        for entry in sorted(lib.glob("lib*.so.*")) if lib.is_dir() else []:
+            base = entry.name.split(".so.")[0] + ".so"
+            dest = library_folder / entry.name
+            if base in RUNTIME and entry.name.count(".") == 2 and not dest.exists():  # libcublas.so.13, once
+                os.symlink(os.path.relpath(entry.resolve(), library_folder), dest)
+                linked.append(entry.name)
+    return linked

@@ -39,12 +39,18 @@ class Pip:
         self.llama_fails = False
         self.fails_with = ""
         self.gpu_seen = True
+        self.missing_runtime = False
 
     def __call__(self, command, cwd=None, check=False, env=None, capture_output=False, text=False):
         command = [str(c) for c in command]
         if command[1] == "-c" and command[2] == bootstrap._SEES_GPU:
+            if self.missing_runtime:
+                return subprocess.CompletedProcess(command, 1, "", "RuntimeError: Failed to load shared library "
+                                                   "'libllama.so': libcublas.so.13: cannot open shared object file")
             return subprocess.CompletedProcess(command, 0 if self.gpu_seen else 3, "", "" if self.gpu_seen else
                                                "ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device")
+        if command[1] == "-c" and command[2] == bootstrap._LIBRARY_FOLDER:
+            return subprocess.CompletedProcess(command, 0, "/venv/site-packages/llama_cpp/lib\n", "")
         if command[1] == "-c":
             return REAL_RUN([sys.executable, *command[1:]], check=check, capture_output=capture_output, text=text)
         return self.pip(command, env)
@@ -313,3 +319,33 @@ def test_ci_fails_only_when_no_build_at_all_succeeds(gpu_machine, monkeypatch):
     pip.llama_fails = True
     assert bootstrap.main(["setup"]) == 0  # CUDA retried (CI retries), failed; the CPU build stays and counts
     assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS, CUDA_ARGS]
+
+
+def test_a_cuda_runtime_the_loader_cannot_find_is_linked_beside_the_library(gpu_machine, monkeypatch, capsys):
+    root, pip = gpu_machine
+    pip.missing_runtime = True  # e.g. NVIDIA's wheels in .venv: not where the system's loader looks
+    linked = []
+
+    def link(toolkit, folder):
+        linked.append((toolkit, folder))
+        pip.missing_runtime = False
+        return ["libcublas.so.13", "libcudart.so.13"]
+
+    monkeypatch.setattr(bootstrap.cuda_wheels, "link_runtime", link)
+    bootstrap.ensure_venv("")
+    assert linked == [(Path("/usr/local/cuda-12.4"), Path("/venv/site-packages/llama_cpp/lib"))]
+    assert "linked libcublas.so.13, libcudart.so.13 from /usr/local/cuda-12.4 beside llama.cpp" in capsys.readouterr().out
+    assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS], "the CUDA build stays"
+
+
+def test_a_cuda_build_that_does_not_load_says_so_and_the_cpu_build_follows(gpu_machine, monkeypatch, capsys):
+    root, pip = gpu_machine
+    pip.missing_runtime = True
+    monkeypatch.setattr(bootstrap.cuda_wheels, "link_runtime", lambda toolkit, folder: [])  # nothing to link
+    bootstrap.ensure_venv("")
+    err = capsys.readouterr().err
+    assert "libcublas.so.13: cannot open shared object file" in err
+    assert "CUDA for sm_89 with nvcc 12.4: built, but it does not load" in err
+    assert "Trying the next build instead: this CPU's own instructions" in err and "C/C++ compiler" not in err
+    assert "built, but it does not load" in bootstrap.llama_log("cuda").read_text()
+    assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS]

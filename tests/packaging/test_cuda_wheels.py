@@ -65,3 +65,14 @@ def test_merging_again_replaces_the_toolkit_of_before(tmp_path):
     touch(nvidia / "cu13" / "lib" / "libcudart.so.14")
     cuda_wheels.merge(nvidia, root)
     assert sorted(p.name for p in (root / "lib64").iterdir()) == ["libcudart.so", "libcudart.so.14"]
+
+
+def test_the_runtime_is_linked_beside_llama_cpps_libraries(tmp_path):
+    toolkit = tmp_path / "cuda-toolkit"
+    for name in ("libcudart.so.13", "libcudart.so", "libcublas.so.13", "libcublasLt.so.13", "libnvblas.so.13"):
+        touch(toolkit / "lib64" / name, name)
+    lib = tmp_path / "llama_cpp" / "lib"
+    lib.mkdir(parents=True)
+    assert cuda_wheels.link_runtime(toolkit, lib) == ["libcublas.so.13", "libcublasLt.so.13", "libcudart.so.13"]
+    assert (lib / "libcublas.so.13").read_text() == "libcublas.so.13"
+    assert cuda_wheels.link_runtime(toolkit, lib) == [], "once"
