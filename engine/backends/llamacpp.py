@@ -64,6 +64,7 @@ class LlamaCppBackend:
         """"cuda", "vulkan", "metal" once layers are on that GPU (set by load), else "cpu"."""
         self.placement: Optional[offload_plan.Placement] = None
         """Where the model runs: the card, the layers on it and why (set by load)."""
+        self._cpu_why = ""
         self.dtype = "float16"
         # A dtype set for torch/MLX (e.g. in the app's settings) does not apply: said, not refused.
         self.dtype_reason = "float16 K/V cache; weights in the formats the GGUF stores" + (
@@ -96,14 +97,16 @@ class LlamaCppBackend:
         """Keeps each sequence's cells in position order (llamacpp_cells.py), so neighbours never change its logits."""
 
     # -- load --------------------------------------------------------------------------------------
-    def load(self, path: Path, config: dict, plain_why: str = "") -> None:
+    def load(self, path: Path, config: dict, plain_why: str = "", cpu_why: str = "") -> None:
         """Load with kernel_check's path for this build and CPU (`plain_why`: the plain path, for that
-        reason), with as many layers on the GPU as fit (llamacpp_offload.py); where llama.cpp cannot
-        allocate them after all, with fewer, down to none: a model never fails to load for want of VRAM."""
+        reason), with as many layers on the GPU as fit (llamacpp_offload.py; `cpu_why`: none, and no
+        step on the GPU at all, for that reason); where llama.cpp cannot allocate them after all,
+        with fewer, down to none: a model never fails to load for want of VRAM."""
         self._path = Path(path)
         self.kernel_path = kernel_check.plain(plain_why) if plain_why else kernel_check.choose_path(
             lc.llama_print_system_info().decode(errors="replace"), cpu_flags(), os.environ)
-        devices = gpu_devices() if self.offload else []
+        self._cpu_why = cpu_why
+        devices = gpu_devices() if self.offload and not cpu_why else []
         offload = self._plan_offload(devices)
         why = offload.why
         while (failure := self._open(offload)) is not None:
@@ -122,7 +125,7 @@ class LlamaCppBackend:
         """How many layers go on the GPU (none without one) and the pool they leave room for."""
         if not devices:
             built = [b for b in backends_in(lc.llama_print_system_info().decode(errors="replace")) if b != "CPU"]
-            why = ("asked to run on the CPU" if self.device_asked == "cpu" else
+            why = (self._cpu_why if self._cpu_why else "asked to run on the CPU" if self.device_asked == "cpu" else
                    f"this llama.cpp is built for {', '.join(built)} but found no GPU: is the driver installed "
                    "and working?" if built else "this llama.cpp build has no GPU backend (bootstrap.py setup builds one)")
             return offload_plan.Offload(0, 0, None, why)
@@ -170,6 +173,10 @@ class LlamaCppBackend:
         # cells cost rather than the whole pool's span.
         cp.flash_attn = True
         cp.no_perf = True
+        # With no layer on the GPU, no step goes there either (llama.cpp otherwise sends a long
+        # prompt's matrix products to the GPU): "0 layers" means the CPU alone, and the kernel check's
+        # fallback from a GPU that computes wrong must leave it entirely.
+        cp.op_offload = offload.layers > 0
         ctx = lc.llama_init_from_model(model, cp)
         if not ctx:
             lc.llama_model_free(model)
@@ -189,7 +196,8 @@ class LlamaCppBackend:
         """The kernel check at load (kernel_check.check_at_load); its forwards page the weights in."""
         path = self._path
         self.kernel_check = kernel_check.check_at_load(
-            self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report)
+            self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report,
+            reload_cpu=lambda why: (self.close(), self.load(path, {}, cpu_why=why)))
 
     def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
         """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS

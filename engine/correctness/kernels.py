@@ -72,6 +72,11 @@ class KernelCheck:
     failed: str = ""
     """Empty when the first path passed; else what failed, e.g. "one call and one-token pieces
     differed by 11.40 on the amx path (tolerance 2.0)"."""
+    left_gpu: bool = False
+    """The GPU's layers disagreed and the model was loaded again on the CPU alone."""
+    gpu_vs_cpu: Optional[float] = None
+    """With layers on a GPU: largest |logit difference| from a CPU twin of the model (gpu_twin.py);
+    None where not compared (no layer on a GPU, or too large a model for the twin)."""
 
     @property
     def ok(self) -> bool:
@@ -83,15 +88,17 @@ class KernelCheck:
         """One line for the backend reason and the status bar; "" when the first path passed."""
         if not self.failed:
             return "" if self.ok else f"kernel check failed: {self._self_disagreement()}"
-        return (f"kernel check failed ({self.failed}): running on plain kernels"
+        where = " and ".join(w for w, on in (("on the CPU", self.left_gpu), ("on plain kernels", not self.path.extra_bufts)) if on)
+        return (f"kernel check failed ({self.failed}): running {where or 'as loaded'}"
                 + ("" if self.ok else f", which disagree too ({self._self_disagreement()})"))
 
     def _self_disagreement(self) -> str:
         return f"one call and one-token pieces differ by {self.probe_diff:.2f} (tolerance {self.tolerance:g})"
 
     def describe(self) -> str:
+        twin = "" if self.gpu_vs_cpu is None else f"; the GPU vs the CPU {self.gpu_vs_cpu:.3g} apart"
         return (f"{self.path.name} (n_ubatch {self.n_ubatch}; {self.path.why}); probe: one call vs "
-                f"one-token pieces differ by {self.probe_diff:.3g} (tolerance {self.tolerance:g}), "
+                f"one-token pieces differ by {self.probe_diff:.3g} (tolerance {self.tolerance:g}){twin}, "
                 f"{self.probe_seconds * 1000:.0f} ms" + (f"; {self.note}" if self.note else ""))
 
 
@@ -149,15 +156,36 @@ def probe_tokens(model, n: int = PROBE_TOKENS) -> list[int]:
 
 
 def check_at_load(backend, tokens: list[int], reload_plain: Callable[[str], None],
-                  report: Callable[[float, str], None] = lambda f, m: None) -> KernelCheck:
-    """Probe the path `backend` loaded with; on disagreement, `reload_plain(why)` and probe again."""
+                  report: Callable[[float, str], None] = lambda f, m: None,
+                  reload_cpu: Optional[Callable[[str], None]] = None) -> KernelCheck:
+    """Probe the path `backend` loaded with; on disagreement, `reload_cpu(why)` where layers are on a
+    GPU (its kernels are the ones in question: a one-token step and a prompt's run other kernels
+    there), else `reload_plain(why)`, and probe again."""
     started = time.perf_counter()
     report(0.0, "checking llama.cpp's kernels (and warming the model up)")
     diff = probe(backend, tokens)
     path, failed = backend.kernel_path, ""
-    if diff > PROBE_TOLERANCE and path.extra_bufts:
-        failed = (f"one call and one-token pieces differed by {diff:.2f} on the {path.name} path "
+    placement = getattr(backend, "placement", None)
+    on_gpu = reload_cpu is not None and placement is not None and placement.layers
+    twin = None
+    if on_gpu and diff <= PROBE_TOLERANCE:
+        from .gpu_twin import gpu_vs_cpu
+
+        report(0.3, "comparing the GPU's logits with the CPU's")
+        twin = gpu_vs_cpu(backend, tokens, backend.available_memory())
+    if on_gpu and (diff > PROBE_TOLERANCE or (twin is not None and twin > PROBE_TOLERANCE)):
+        what = (f"one call and one-token pieces differed by {diff:.2f}" if diff > PROBE_TOLERANCE
+                else f"its logits were {twin:.2f} from the CPU's")
+        failed = (f"{what} with {placement.layers}/{placement.total} layers on {placement.backend} "
                   f"(tolerance {PROBE_TOLERANCE:g})")
+        log.warning("llama.cpp %s; loading the model again on the CPU alone", failed)
+        report(0.5, "kernel check failed on the GPU: loading again on the CPU")
+        reload_cpu(f"the load-time check failed on the GPU: {failed}")
+        diff = probe(backend, tokens)
+        path = backend.kernel_path
+    if diff > PROBE_TOLERANCE and path.extra_bufts:
+        failed = (f"{failed}; then " if failed else "") + (
+            f"one call and one-token pieces differed by {diff:.2f} on the {path.name} path (tolerance {PROBE_TOLERANCE:g})")
         log.warning("llama.cpp %s; loading the model again with plain kernels", failed)
         report(0.5, "kernel check failed: loading again with plain kernels")
         reload_plain(f"the load-time check failed: {failed}")
@@ -166,4 +194,7 @@ def check_at_load(backend, tokens: list[int], reload_plain: Callable[[str], None
         log.warning("llama.cpp's %s kernels disagree with themselves by %.2f (tolerance %g)",
                     backend.kernel_path.name, diff, PROBE_TOLERANCE)
     report(1.0, "kernels checked")
-    return KernelCheck(backend.kernel_path, backend.n_ubatch, diff, time.perf_counter() - started, failed=failed)
+    now = getattr(backend, "placement", None)
+    left_gpu = bool(placement is not None and placement.layers and now is not None and not now.layers)
+    return KernelCheck(backend.kernel_path, backend.n_ubatch, diff, time.perf_counter() - started, failed=failed,
+                       left_gpu=left_gpu, gpu_vs_cpu=twin)

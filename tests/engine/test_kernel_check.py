@@ -136,3 +136,57 @@ def test_engine_check_exits_non_zero_past_tolerance(gguf_source, tiny_models, ca
     source = str(gguf_source(tiny_models["llama"]))
     assert main(["check", source, "--backend", "llamacpp", "--tolerance", "1e-9"]) == 1
     assert "FAILED: ways of prefilling within" in capsys.readouterr().out
+
+
+class GpuBackendStandIn:
+    """What check_at_load reads of a backend with every layer on a GPU; reload_cpu moves them off."""
+
+    def __init__(self) -> None:
+        from engine.backends.llamacpp_offload import Placement
+
+        self.kernel_path = kernel_check.KernelPath("repack", True, None, "repacked")
+        self.n_ubatch = 512
+        self.placement = Placement("CUDA", "NVIDIA GeForce RTX 4070", 31, 31, "the whole model fits the GPU")
+        self.reloads: list[str] = []
+
+    def available_memory(self) -> int:
+        return 64 << 30
+
+    def reload_cpu(self, why: str) -> None:
+        from engine.backends.llamacpp_offload import Placement
+
+        self.reloads.append(why)
+        self.placement = Placement("", "", 0, 31, why)
+
+
+@pytest.mark.parametrize("apart, leaves", [(18.08, True), (0.39, False)])
+def test_a_gpu_whose_logits_stray_from_the_cpus_is_left_for_the_cpu(monkeypatch, apart, leaves):
+    """Measured on ggml's Vulkan backend: the tiny model 18-25 apart from the CPU (float16 overflow),
+    the bundled model 0.39; one call and one-token pieces agreed on the GPU both times."""
+    from engine.correctness import gpu_twin
+
+    monkeypatch.setattr(kernel_check, "probe", lambda backend, tokens: 0.0)
+    monkeypatch.setattr(gpu_twin, "gpu_vs_cpu", lambda backend, tokens, available: apart)
+    backend = GpuBackendStandIn()
+    check = kernel_check.check_at_load(backend, [1, 2, 3], reload_plain=lambda why: None, reload_cpu=backend.reload_cpu)
+    assert check.gpu_vs_cpu == apart
+    if leaves:
+        assert check.left_gpu and backend.placement.layers == 0
+        assert check.failed == "its logits were 18.08 from the CPU's with 31/31 layers on CUDA (tolerance 2)"
+        assert check.note.endswith("running on the CPU")
+        assert backend.reloads == [f"the load-time check failed on the GPU: {check.failed}"]
+    else:
+        assert not check.left_gpu and check.note == "" and backend.reloads == []
+        assert "the GPU vs the CPU 0.39 apart" in check.describe()
+
+
+def test_the_cpu_twin_reads_the_model_as_the_engine_does(gguf_source, tiny_models):
+    from engine.correctness.gpu_twin import gpu_vs_cpu
+
+    with Engine.load(str(gguf_source(tiny_models["llama"])), EngineConfig(backend="llamacpp", max_context=256)) as engine:
+        backend = engine._worker.backend
+        tokens = kernel_check.probe_tokens(backend.model)
+        apart = engine._call(lambda w: gpu_vs_cpu(w.backend, tokens, 64 << 30))
+        assert apart is not None and apart < 1e-3, "the same file, the same kernels: the same logits"
+        assert engine._call(lambda w: gpu_vs_cpu(w.backend, tokens, 1 << 20)) is None, "too large for RAM: skipped"
+        assert engine.capacity().held_tokens == 0, "no cell left behind"
