@@ -43,7 +43,7 @@ class Device:
     total: int
 
 
-def _library_folder() -> Path:
+def library_folder() -> Path:
     """Where llama-cpp-python loads its libraries from (LLAMA_CPP_LIB_PATH overrides, as in llama_cpp)."""
     override = os.environ.get("LLAMA_CPP_LIB_PATH")
     return Path(override) if override else Path(lc.__file__).parent / "lib"
@@ -51,7 +51,7 @@ def _library_folder() -> Path:
 
 def _ggml() -> Optional[ctypes.CDLL]:
     names = {"win32": "ggml.dll", "darwin": "libggml.dylib"}
-    path = _library_folder() / names.get(sys.platform, "libggml.so")
+    path = library_folder() / names.get(sys.platform, "libggml.so")
     if not path.is_file():
         return None
     lib = ctypes.CDLL(str(path))

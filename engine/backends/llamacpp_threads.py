@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import sys
-from pathlib import Path
 from typing import Optional
 
 import llama_cpp as lc
@@ -35,8 +34,10 @@ class _ThreadpoolParams(ctypes.Structure):
 
 
 def _ggml_cpu() -> Optional[ctypes.CDLL]:
+    from .llamacpp_devices import library_folder
+
     names = {"win32": "ggml-cpu.dll", "darwin": "libggml-cpu.dylib"}
-    path = Path(lc.__file__).parent / "lib" / names.get(sys.platform, "libggml-cpu.so")
+    path = library_folder() / names.get(sys.platform, "libggml-cpu.so")
     lib = ctypes.CDLL(str(path)) if path.is_file() else None
     if lib is not None:
         lib.ggml_threadpool_new.restype = ctypes.c_void_p

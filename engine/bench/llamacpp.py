@@ -23,14 +23,14 @@ MEMORY_SESSIONS, MEMORY_TOKENS, LONG_TOKENS = 8, 500, 4000
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
 
 
-def library_decode_tok_s(path: Path, threads: int, prompt: list[int], tokens: int) -> float:
+def library_decode_tok_s(path: Path, threads: int, prompt: list[int], tokens: int, gpu_layers: int = 0) -> float:
     """One sequence through llama-cpp-python's `Llama.generate`, greedy, timed from its first token
-    (as the engine's decode_tok_s is)."""
+    (as the engine's decode_tok_s is), with as many layers on the GPU as the engine has."""
     from llama_cpp import Llama
 
     # The engine's context settings that change the arithmetic: flash attention (see the backend).
     llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, flash_attn=True,
-                verbose=False)
+                n_gpu_layers=gpu_layers, verbose=False)
     try:
         for _ in zip(range(16), llm.generate(prompt, temp=0.0, top_k=1, reset=True)):  # warm-up
             pass
@@ -96,11 +96,13 @@ def llamacpp_figures(model: str, counts: list[int], tokens: int, say, contended:
     load_s = time.perf_counter() - started
     with engine:
         backend = engine._worker.backend  # the bench reads the thread count and file it measures with
-        say(f"loaded {engine.model.name} on llamacpp/{engine.device} in {load_s:.1f} s ({engine.backend_reason}); "
+        on = f" · {engine.placement}" if engine.placement else ""
+        say(f"loaded {engine.model.name} on llamacpp/{engine.device}{on} in {load_s:.1f} s ({engine.backend_reason}); "
             f"{backend.threads} threads; {engine.quantized}")
         prefill = measure_prefill(engine, prefill_tokens)
         decode = measure_decode(engine, tokens)
-        library = library_decode_tok_s(engine.model.path, backend.threads, _prompt(engine, 0), tokens)
+        library = library_decode_tok_s(engine.model.path, backend.threads, _prompt(engine, 0), tokens,
+                                       backend.placement.layers if backend.placement else 0)
         say(f"prefill {prefill:.0f} tok/s; decode, one session: {decode:.1f} tok/s; llama-cpp-python's Llama: "
             f"{library:.1f} tok/s ({decode / library:.3f}×)")
         aggregate, per_session = {}, {}
@@ -122,6 +124,7 @@ def llamacpp_figures(model: str, counts: list[int], tokens: int, say, contended:
             "backend": engine.backend,
             "backend_reason": engine.backend_reason,
             "device": engine.device,
+            "placement": engine.placement,
             "dtype": engine.dtype,
             "quantized": engine.quantized,
             "threads": backend.threads,

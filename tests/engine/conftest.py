@@ -7,6 +7,7 @@ same weights written as a float32 GGUF file (`gguf_source`), with the same token
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -17,6 +18,9 @@ from tests.conftest import BACKENDS
 from tests.engine.gguf_from_hf import write_gguf_from_folder
 
 ENGINE_BACKENDS = BACKENDS + (["llamacpp"] if importlib.util.find_spec("llama_cpp") else [])
+VOCAB_ONLY = "CONFAB_TEST_VOCAB_GGUF"
+"""A GGUF holding only the bundled model's tokenizer and chat template (packaging/gpu_proof.py makes one):
+with CONFAB_TEST_TOKENIZER, the llama.cpp tests of tiny models run on a machine without the bundled model."""
 
 
 @pytest.fixture(params=ENGINE_BACKENDS)
@@ -31,12 +35,14 @@ def gguf_source(tmp_path_factory) -> Callable[[Path], Path]:
 
     written: dict[Path, Path] = {}
     root = tmp_path_factory.mktemp("gguf-of-tiny")
+    vocab = os.environ.get(VOCAB_ONLY)
 
     def get(folder: Path) -> Path:
         folder = Path(folder)
         if folder not in written:
             out = root / f"{len(written)}-{folder.name}.gguf"
-            written[folder] = write_gguf_from_folder(folder, out, bundled_gguf("smollm2-135m-instruct"))
+            tokenizer = Path(vocab) if vocab else bundled_gguf("smollm2-135m-instruct")
+            written[folder] = write_gguf_from_folder(folder, out, tokenizer)
         return written[folder]
 
     return get
@@ -148,3 +154,18 @@ def draft_everything(monkeypatch):
         return taken
 
     monkeypatch.setattr(Speculator, "_allot", staticmethod(take_all))
+
+
+QUIET_ROW_COST = 1.1
+"""One more row's cost against a round's fixed cost as measured on a quiet 2-core machine with the
+bundled model (engine/drafts/model_cost.py)."""
+
+
+@pytest.fixture
+def quiet_row_cost(monkeypatch):
+    """The drafting policy weighs rows as on a quiet machine, whatever else this one runs: what it
+    drafts is then a matter of the drafts' odds, not of the suite's neighbours. (The fit, measured
+    under a busy neighbour, once made the policy skip drafts a quiet machine takes: 14 accepted, not 15+.)"""
+    from engine.drafts.model_cost import RowCost
+
+    monkeypatch.setattr(RowCost, "ratio", lambda self: QUIET_ROW_COST)
