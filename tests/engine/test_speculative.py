@@ -106,7 +106,7 @@ def test_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_m
     assert last_off[-1].stats.drafted_tokens == 0
 
 
-def test_the_bundled_model_repeats_code_the_same_with_drafts_in_fewer_forwards(make_engine):
+def test_the_bundled_model_repeats_code_the_same_with_drafts_in_fewer_forwards(make_engine, quiet_row_cost):
     on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
     off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)
     with on.open_session() as a, off.open_session() as b:

@@ -71,8 +71,10 @@ def test_connect_reply_restart_and_reconnect(qtbot, start_app, bundled_server, m
     confab = start_app()  # the bundled model, in process
     _accept_connect(monkeypatch, bundled_server.url, "", DEFAULT_MODEL)
     confab.window.connect_action.trigger()
-    qtbot.waitUntil(lambda: isinstance(confab.engine, RemoteEngine) and confab.window.state == "ready",
-                    timeout=TIMEOUT)
+    # the window stays "ready" on the local model while it connects, and `engine` is the remote one a
+    # moment before the window shows it: wait for what the user sees (it raced under load)
+    qtbot.waitUntil(lambda: isinstance(confab.engine, RemoteEngine) and confab.window.state == "ready"
+                    and confab.window.backend_label.text().startswith("Remote server"), timeout=TIMEOUT)
     assert confab.window.backend_label.text() == f"Remote server at 127.0.0.1:{bundled_server.port}"
     finished = send(qtbot, confab, "What is the capital of France?")
     assert finished.text.strip() and finished.stats.generated_tokens >= 1
