@@ -161,8 +161,8 @@ class GpuBackendStandIn:
 
 @pytest.mark.parametrize("apart, leaves", [(18.08, True), (0.39, False)])
 def test_a_gpu_whose_logits_stray_from_the_cpus_is_left_for_the_cpu(monkeypatch, apart, leaves):
-    """Measured on ggml's Vulkan backend: the tiny model 18-25 apart from the CPU (float16 overflow),
-    the bundled model 0.39; one call and one-token pieces agreed on the GPU both times."""
+    """Measured on ggml's Vulkan backend: the tiny model (16-wide heads) 18-25 apart from the CPU, the
+    bundled model 0.39; one call and one-token pieces agreed on the GPU both times."""
     from engine.correctness import gpu_twin
 
     monkeypatch.setattr(kernel_check, "probe", lambda backend, tokens: 0.0)
