@@ -53,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
                             "at once (edit_speedup, chat_speedup, acceptance)")
     bench.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="with --speculative: drafts also come from this small model of the same vocabulary")
+    bench.add_argument("--vs-server", default=None, metavar="URL",
+                       help="Confab's server beside the OpenAI-compatible server at URL (e.g. llama-server), the same "
+                            "client for both: 1 and 8 clients, agent-shaped prompts cold and with a known prefix")
+    bench.add_argument("--vs-model", default=None, metavar="NAME",
+                       help="with --vs-server: the model name to ask it for (default: the first it lists)")
+    bench.add_argument("--prompt-tokens", default="1500,4000",
+                       help="with --vs-server: comma-separated agent prompt lengths (tokens; default 1500,4000)")
 
     from .server.cli import add_parser as add_serve_parser
 

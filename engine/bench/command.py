@@ -36,6 +36,17 @@ def run_bench(args: argparse.Namespace) -> int:
         print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
         return 0
     args.tokens = args.tokens or 64
+    if getattr(args, "vs_server", None):
+        from .vs_server import vs_server
+
+        try:
+            figures = vs_server(args.vs_server, args.model, args.vs_model, counts, args.tokens,
+                                [int(n) for n in args.prompt_tokens.split(",") if n.strip()], say)
+        except (EngineError, RuntimeError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
+        return 0
     names = _backend_names(args.backend, args.model)
     if not names:
         print("error: no backend is installed that can load this model", file=sys.stderr)

@@ -1,0 +1,34 @@
+"""`python -m engine bench --vs-server URL`: Confab's server beside another, the same client for both.
+Here the other is Confab's own server on the same tiny model, so the two must agree on what was asked."""
+
+from __future__ import annotations
+
+import json
+
+from engine.bench.vs_server import agent_messages, token_counter, vs_server
+
+
+def test_an_agent_prompt_has_the_length_asked_and_its_prefix_repeats(tiny_models):
+    count = token_counter(str(tiny_models["llama"]))
+    first = agent_messages(300, count, "n1", "Rename it.")
+    again = agent_messages(300, count, "n1", "Add type hints.")
+    other = agent_messages(300, count, "n2", "Rename it.")
+    assert 300 <= count(first[0]["content"]) < 420
+    assert first[0] == again[0] and first[1] != again[1], "warm: the same prefix, another task"
+    assert first[0]["content"].startswith("Session n1.") and other[0] != first[0], "cold: a prefix not seen"
+    assert '"name": "tool_0"' in first[0]["content"] and "```python" in first[0]["content"]
+    assert '"name": "tool_7"' in agent_messages(4000, count, "n3", "Go.")[0]["content"]
+
+
+def test_both_servers_are_measured_the_same_way(serve, tiny_engine, tiny_models):
+    other = serve(tiny_engine)
+    said: list[str] = []
+    figures = vs_server(other.url, str(tiny_models["llama"]), None, [1, 2], 4, [120], said.append,
+                        serve_args=["--backend", "torch", "--dtype", "float32"])
+    json.dumps(figures)  # what --json prints
+    for side in (figures["confab"], figures["other"]):
+        assert set(side["decode_tok_s"]) == {"1", "2"} and all(v > 0 for v in side["decode_tok_s"].values())
+        assert side["ttft_cold_s"]["120"] > 0 and side["ttft_warm_s"]["120"] > 0
+    assert figures["other"]["url"] == other.url and figures["other"]["model"]
+    assert set(figures["confab_vs_other"]["decode_tok_s"]) == {"1", "2"}
+    assert any("agent prompt" in line for line in said)
