@@ -29,6 +29,12 @@ TOKENIZER_ONLY = "CONFAB_TEST_TOKENIZER"
 machine with no network): tiny models take their tokenizer from it, and tests of real text skip."""
 
 
+HEAD_DIM = int(os.environ.get("CONFAB_TEST_HEAD_DIM", "16"))
+"""Width of the tiny models' attention heads (4 heads). 16 keeps them small; CONFAB_TEST_HEAD_DIM=64
+gives real models' width, for a GPU run: ggml's Vulkan backend computed 16-wide heads 18-25 logits
+off, and the load-time check then puts such a model on the CPU (engine/correctness/gpu_twin.py)."""
+
+
 @pytest.fixture(scope="session")
 def bundled_folder() -> Path:
     """The bundled SmolLM2 converted to a safetensors folder (once per machine, in the user cache)."""
@@ -51,8 +57,9 @@ def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
+    width = HEAD_DIM * 4
     common = dict(
-        vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        vocab_size=49152, hidden_size=width, intermediate_size=2 * width, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
         bos_token_id=1, eos_token_id=2, pad_token_id=2, tie_word_embeddings=False,
         initializer_range=0.5, rms_norm_eps=1e-5,
@@ -65,9 +72,9 @@ def _build_tiny(kind: str, out: Path, tokenizer_dir: Path, seed: int) -> Path:
     elif kind == "llama-sliding":
         config = LlamaConfig(**common, **sliding)
     elif kind == "qwen3-sliding":
-        config = Qwen3Config(head_dim=16, use_sliding_window=True, **sliding, **common)
+        config = Qwen3Config(head_dim=HEAD_DIM, use_sliding_window=True, **sliding, **common)
     else:
-        config = Qwen3Config(head_dim=16, **common)
+        config = Qwen3Config(head_dim=HEAD_DIM, **common)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(out)
