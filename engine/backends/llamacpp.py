@@ -39,7 +39,8 @@ from . import llamacpp_model as model_meta
 from . import llamacpp_offload as offload_plan
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
-from .llamacpp_library import DECODE_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq, init_library
+from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq,
+                               init_library)
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .native import backends_in
@@ -125,8 +126,9 @@ class LlamaCppBackend:
         """How many layers go on the GPU (none without one) and the pool they leave room for."""
         if not devices:
             built = [b for b in backends_in(lc.llama_print_system_info().decode(errors="replace")) if b != "CPU"]
+            said = f" (it said: {GPU_INIT_ERRORS[-1]})" if GPU_INIT_ERRORS else ""
             why = (self._cpu_why if self._cpu_why else "asked to run on the CPU" if self.device_asked == "cpu" else
-                   f"this llama.cpp is built for {', '.join(built)} but found no GPU: is the driver installed "
+                   f"this llama.cpp is built for {', '.join(built)} but found no GPU{said}: is the driver installed "
                    "and working?" if built else "this llama.cpp build has no GPU backend (bootstrap.py setup builds one)")
             return offload_plan.Offload(0, 0, None, why)
         shape = offload_plan.ModelShape.of(read_header(self._path))

@@ -31,11 +31,21 @@ _initialized = False
 _LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
 
 
+GPU_INIT_ERRORS: list[str] = []
+"""What a GPU backend said when it could not start (ggml's CUDA: "failed to initialize CUDA: CUDA driver
+version is insufficient for CUDA runtime version"): the reason a GPU build runs on the CPU, for the
+placement's words. Filled by the log callback, which is set before the backends register."""
+_GPU_INIT = ("failed to initialize", "no CUDA-capable device", "driver version is insufficient", "No devices found")
+
+
 @lc.llama_log_callback
 def _log_callback(level: int, text: bytes, user_data) -> None:
     severity = _LOG_LEVELS.get(level, logging.DEBUG)
+    line = text.decode(errors="replace").rstrip()
+    if any(sign in line for sign in _GPU_INIT) and line not in GPU_INIT_ERRORS:
+        GPU_INIT_ERRORS.append(line)
     if log.isEnabledFor(severity):
-        log.log(severity, "llama.cpp: %s", text.decode(errors="replace").rstrip())
+        log.log(severity, "llama.cpp: %s", line)
 
 
 def init_library() -> None:

@@ -37,6 +37,9 @@ def llama_library() -> LlamaLibrary:
     try:
         import llama_cpp
 
+        from .llamacpp_library import init_library
+
+        init_library()  # its log callback first: a GPU backend that cannot start says why to it
         info = llama_cpp.llama_print_system_info().decode(errors="replace")
         gpu = bool(llama_cpp.llama_supports_gpu_offload())
     except Exception as e:  # ImportError, or OSError/FileNotFoundError when its shared library is missing
