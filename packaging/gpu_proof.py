@@ -97,6 +97,9 @@ def build(src: Path, arch: str, nvcc: gpu_detect.CudaCompiler) -> Path:
             "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
             f"-DCMAKE_CUDA_ARCHITECTURES={arch}-real", f"-DCMAKE_CUDA_COMPILER={nvcc.nvcc}",
             f"-DCUDAToolkit_ROOT={nvcc.root}", "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN",
+            # the tools link ggml's CUDA library, which needs cuBLAS: tell the linker where it is (at run
+            # time LD_LIBRARY_PATH or the system's loader finds it; gpu_proof_run.py sets it)
+            f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,{nvcc.root / 'lib64'}",
             *PORTABLE_CPU.split(), *CUDA_FLAGS.split()]
     run(["cmake", "-S", src / "vendor" / "llama.cpp", "-B", tree, "-G", "Ninja", *args])
     run(["cmake", "--build", tree, "--target", *TARGETS])
@@ -165,6 +168,7 @@ def main(argv: list[str]) -> int:
     go.add_argument("--results", type=Path, required=True)
     go.add_argument("--part", choices=["all", "tests", "bench"], default="all")
     go.add_argument("--minutes", type=float, default=9.5, help="stop starting new steps after this long")
+    go.add_argument("--models", default="small,large", help="which bench models: small (135M's shape), large (1.7B's)")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         src = sources()
@@ -172,7 +176,7 @@ def main(argv: list[str]) -> int:
         return 0 if size_report() < 56 << 20 else 1
     import gpu_proof_run
 
-    return gpu_proof_run.main(args.results, args.part, args.minutes)
+    return gpu_proof_run.main(args.results, args.part, args.minutes, args.models.split(","))
 
 
 if __name__ == "__main__":

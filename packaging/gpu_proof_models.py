@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Optional
 
 SHAPES = {
     "smollm2-135m-shape": dict(layers=30, hidden=576, ff=1536, heads=9, kv_heads=3, rope=100000.0,
@@ -68,11 +69,15 @@ def write_f16(shape: dict, vocab_gguf: Path, out: Path, seed: int = 0) -> Path:
     return out
 
 
-def make(kit: Path, folder: Path, env: dict) -> tuple[Path, Path]:
-    """(the 135M-shaped Q4_1, the 1.7B-shaped Q4_K_M), made once into `folder`."""
+def make(kit: Path, folder: Path, env: dict, sizes: list[str]) -> tuple[Optional[Path], Optional[Path]]:
+    """(the 135M-shaped Q4_1, the 1.7B-shaped Q4_K_M), made once into `folder`; only those `sizes`
+    ("small", "large") names, None for the other."""
     folder.mkdir(parents=True, exist_ok=True)
-    made = []
-    for name, shape in SHAPES.items():
+    made: list[Optional[Path]] = []
+    for size, (name, shape) in zip(("small", "large"), SHAPES.items()):
+        if size not in sizes:
+            made.append(None)
+            continue
         quantized = folder / f"{name}-{shape['quant'][0].lower()}.gguf"
         if not quantized.exists():
             f16 = write_f16(shape, kit / "vocab.gguf", folder / f"{name}-f16.gguf")

@@ -52,7 +52,9 @@ class Proof:
                                   timeout=limit)
             code, out = done.returncode, done.stdout + done.stderr
         except subprocess.TimeoutExpired as e:
-            code, out = 124, (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+            code, out = 124, _text(e.stdout) + _text(e.stderr)
+        except OSError as e:  # a tool missing here (nvidia-smi on a machine without a driver)
+            code, out = 127, f"{type(e).__name__}: {e}"
         (self.results / f"{name}.log").write_text(out)
         self.summary["steps"][name] = f"exit {code} in {time.monotonic() - began:.0f} s"
         print(out[-3000:], flush=True)
@@ -73,12 +75,15 @@ def environment() -> dict:
     Python files and the CUDA build's libraries, the CUDA runtime found on this machine, and the
     bundled model's tokenizer for the tests."""
     wheels = sorted((KIT / "wheels").glob("*.whl"))
-    if wheels and not (SITE / ".done").exists():
+    present = subprocess.run([sys.executable, "-c", "import fastapi, openai, llguidance, gguf, platformdirs, diskcache"],
+                             capture_output=True).returncode == 0
+    if wheels and not present and not (SITE / ".done").exists():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                         "--target", str(SITE), *map(str, wheels)], check=True)
         (SITE / ".done").write_text("")
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SITE), str(KIT / "site"), str(ROOT), env.get("PYTHONPATH", "")])
+    site = [str(SITE)] if (SITE / ".done").exists() else []
+    env["PYTHONPATH"] = os.pathsep.join([*site, str(KIT / "site"), str(ROOT), env.get("PYTHONPATH", "")])
     env["LLAMA_CPP_LIB_PATH"] = str(KIT / "bin")
     env["LD_LIBRARY_PATH"] = os.pathsep.join([str(KIT / "bin"), *cuda_library_folders(), env.get("LD_LIBRARY_PATH", "")])
     # tiny models with 64-wide heads, as real models have: 16-wide ones were computed wrong by ggml's
@@ -126,12 +131,14 @@ def tests(proof: Proof, env: dict) -> None:
                                    or "failed" in line), f"exit {code}")
 
 
-def benches(proof: Proof, env: dict) -> None:
-    small, large = models.make(KIT, ROOT / "build" / "gpu-proof-models", env)
+def benches(proof: Proof, env: dict, sizes: list[str]) -> None:
+    small, large = models.make(KIT, ROOT / "build" / "gpu-proof-models", env, sizes)
     proof.summary["models"] = {"small": str(small), "large": str(large)}
     _, out = proof.step("check", [sys.executable, "-m", "engine", "check", small, "--backend", "llamacpp"], env, 180)
     proof.summary["check"] = [line for line in out.splitlines() if line.startswith(("  ", "OK", "FAILED", "device"))]
     for name, model in (("small", small), ("large", large)):
+        if model is None:
+            continue
         _, out = proof.step(f"bench-{name}", [sys.executable, "-m", "engine", "bench", "--model", model, "--backend",
                                               "llamacpp", "--sessions", "1,8", "--tokens", "128",
                                               "--prefill-tokens", "1500", "--json"], env, 240)
@@ -144,6 +151,10 @@ def benches(proof: Proof, env: dict) -> None:
                                         "--json"], env, 240)
     proof.summary["speculative"] = _pick(_last_json(out), "step_ms_1", "step_ms_13", "ceiling", "edit_speedup",
                                          "chat_speedup", "acceptance")
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
 def _last_json(text: str) -> dict:
@@ -168,14 +179,14 @@ def summary_table(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(results: Path, part: str, minutes: float) -> int:
+def main(results: Path, part: str, minutes: float, sizes: list[str]) -> int:
     proof = Proof(results, minutes)
     env = environment()
     facts(proof, env)
     if part in ("all", "tests"):
         tests(proof, env)
     if part in ("all", "bench"):
-        benches(proof, env)
+        benches(proof, env, sizes)
     proof.save()
     print(summary_table(proof.summary), flush=True)
     return 0
