@@ -40,8 +40,10 @@ def run_bench(args: argparse.Namespace) -> int:
         from .vs_server import vs_server
 
         try:
+            # progress to stderr even with --json (stdout holds only the figures): the run takes minutes
             figures = vs_server(args.vs_server, args.model, args.vs_model, counts, args.tokens,
-                                [int(n) for n in args.prompt_tokens.split(",") if n.strip()], say)
+                                [int(n) for n in args.prompt_tokens.split(",") if n.strip()],
+                                lambda *a: print(*a, file=sys.stderr, flush=True))
         except (EngineError, RuntimeError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

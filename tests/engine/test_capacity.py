@@ -9,6 +9,7 @@ import pytest
 from engine import SamplingParams
 from engine.capacity import bytes_per_session
 from engine.errors import CapacityError
+from tests.conftest import HEAD_DIM
 
 
 def test_estimate_matches_a_full_session(make_engine, tiny_models, backend):
@@ -16,7 +17,7 @@ def test_estimate_matches_a_full_session(make_engine, tiny_models, backend):
     cap = engine.capacity()
     # 2 layers x 2 kv heads x 16 head dim x (K, V) x 4 bytes per token; K/V buffers grow in whole
     # 256-token chunks (both backends), so the estimate counts max_context rounded up to one.
-    per_token = 2 * 2 * 16 * 2 * 4
+    per_token = 2 * 2 * HEAD_DIM * 2 * 4
     assert cap.bytes_per_session == per_token * 256
     with engine.open_session() as s:
         chunks = list(s.generate(list(range(100, 130)), SamplingParams(temperature=0, max_tokens=500, ignore_stop=True)))
@@ -29,11 +30,11 @@ def test_estimate_bounds_a_session_past_one_chunk(make_engine, tiny_models, back
     """Past the first chunk the state grows by another; the estimate still bounds it."""
     engine = make_engine(tiny_models["llama"], backend, max_context=300)
     cap = engine.capacity()
-    assert cap.bytes_per_session == 2 * 2 * 16 * 2 * 4 * 512
+    assert cap.bytes_per_session == 2 * 2 * HEAD_DIM * 2 * 4 * 512
     with engine.open_session() as s:
         chunks = list(s.generate(list(range(100, 280)), SamplingParams(temperature=0, max_tokens=500, ignore_stop=True)))
         assert chunks[-1].finish_reason == "length" and len(s.tokens) == 300
-        assert 2 * 2 * 16 * 2 * 4 * 299 <= s.state_nbytes <= cap.bytes_per_session
+        assert 2 * 2 * HEAD_DIM * 2 * 4 * 299 <= s.state_nbytes <= cap.bytes_per_session
 
 
 def test_opening_past_max_sessions_fails_with_numbers(make_engine, tiny_models, backend):
@@ -50,7 +51,7 @@ def test_opening_past_max_sessions_fails_with_numbers(make_engine, tiny_models, 
 
 
 def test_max_sessions_from_memory_budget(make_engine, tiny_models, backend):
-    per = 2 * 2 * 16 * 2 * 4 * 1024  # max_context 1024: four whole chunks
+    per = 2 * 2 * HEAD_DIM * 2 * 4 * 1024  # max_context 1024: four whole chunks
     engine = make_engine(tiny_models["llama"], backend, memory_budget=3 * per + 10)
     cap = engine.capacity()
     assert (cap.bytes_per_session, cap.max_sessions, cap.budget_bytes) == (per, 3, 3 * per + 10)

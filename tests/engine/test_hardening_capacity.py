@@ -11,9 +11,10 @@ import pytest
 from engine import Engine, EngineConfig
 from engine.capacity import bytes_per_session
 from engine.errors import CapacityError, ModelLoadError
+from tests.conftest import HEAD_DIM
 
 # The tiny llama's state at max_context=64, float32: K/V grow in 256-token chunks, so 64 rounds up to 256.
-PER_SESSION_64 = 2 * 2 * 16 * 2 * 4 * 256
+PER_SESSION_64 = 2 * 2 * HEAD_DIM * 2 * 4 * 256
 
 
 def _copy_with_config(src, dst, **changes):

@@ -12,10 +12,11 @@ import pytest
 from engine import SamplingParams
 from engine.errors import CapacityError
 from tests.engine.helpers import token_ids
+from tests.conftest import HEAD_DIM
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
-PER_TOKEN = 2 * 2 * (16 + 16) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
+PER_TOKEN = 2 * 2 * (HEAD_DIM + HEAD_DIM) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
 
 
 def greedy(n: int) -> SamplingParams:

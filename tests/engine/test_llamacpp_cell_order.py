@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.conftest import HEAD_DIM
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
@@ -85,7 +86,7 @@ def test_the_bundled_model_after_a_neighbour_closed_gets_its_logits_alone():
 def test_retired_cells_are_cleared_out_when_a_step_needs_their_room(make_engine, tiny_models):
     # a pool of 256 cells: three sessions of 80 tokens come and go; the next prompt needs their room
     engine = make_engine(tiny_models["llama"], "llamacpp", max_context=256, max_sessions=4,
-                         memory_budget=256 * 2 * 2 * (16 + 16) * 2)
+                         memory_budget=256 * 2 * 2 * (HEAD_DIM + HEAD_DIM) * 2)
 
     def churn(w):
         b = w.backend

@@ -10,10 +10,11 @@ import pytest
 
 from engine import Engine, EngineConfig, SamplingParams
 from tests.server.helpers import client
+from tests.conftest import HEAD_DIM
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
-PER_TOKEN = 2 * 2 * (16 + 16) * 2  # the tiny llama: layers × kv heads × (K + V head dims) × float16 bytes
+PER_TOKEN = 2 * 2 * (HEAD_DIM + HEAD_DIM) * 2  # the tiny llama: layers × kv heads × (K + V head dims) × float16 bytes
 
 
 @pytest.fixture(scope="module")

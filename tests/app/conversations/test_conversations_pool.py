@@ -10,10 +10,11 @@ from app.conversations import ConversationManager
 from engine import SamplingParams
 from tests.app.engine_fixtures import make_engine, reply_ids  # noqa: F401 (fixture)
 from tests.app.conversations.test_conversations_llamacpp import store, tiny_models  # noqa: F401 (fixtures)
+from tests.conftest import HEAD_DIM
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")
 
-PER_TOKEN = 2 * 2 * (16 + 16) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
+PER_TOKEN = 2 * 2 * (HEAD_DIM + HEAD_DIM) * 2  # layers × kv heads × (K + V head dims) × float16 bytes
 LONG = SamplingParams(temperature=0, max_tokens=60, ignore_stop=True)
 """Each turn holds its prompt + 60 tokens: three such conversations do not fit a 256-token pool."""
 
