@@ -32,12 +32,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import cuda_wheels  # noqa: E402 - needs the path above
 import gpu_detect  # noqa: E402
+import llama_tools  # noqa: E402
+from llama_tools import TARGETS, run  # noqa: E402
 from llama_build_plan import CUDA_FLAGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,8 +46,6 @@ KIT = ROOT / ".gpu-proof"
 """What travels to the GPU machine (git-ignored)."""
 WORK = ROOT / "build" / "gpu-proof"
 """Sources, toolkit and build tree of `prepare` (stays here)."""
-LLAMA = "llama-cpp-python==0.3.16"
-TARGETS = ("llama", "ggml", "llama-server", "llama-quantize", "llama-bench")
 PORTABLE_CPU = "-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"
 """The GPU machine's CPU is not this one's: its baseline x86-64 kernels (AVX2), not this CPU's own."""
 WHEELS = ("fastapi", "uvicorn", "openai", "llguidance", "gguf", "platformdirs", "diskcache", "huggingface_hub")
@@ -55,25 +54,6 @@ machine has those); their dependencies come too."""
 ON_THE_GPU_MACHINE = {"numpy", "torch", "pyyaml", "tqdm", "filelock", "fsspec", "packaging", "requests",
                       "urllib3", "certifi", "charset_normalizer", "hf_xet", "tokenizers", "safetensors"}
 """Left out of the wheels: large, and already there in versions the engine takes."""
-
-
-def run(command: list[str], **kw) -> None:
-    print("+", " ".join(str(c) for c in command), flush=True)
-    subprocess.run([str(c) for c in command], check=True, **kw)
-
-
-def sources() -> Path:
-    """llama-cpp-python's pinned sdist, unpacked (llama.cpp itself is vendored inside)."""
-    unpacked = WORK / "src" / LLAMA.replace("==", "-").replace("-", "_", 2)
-    if not unpacked.is_dir():
-        (WORK / "src").mkdir(parents=True, exist_ok=True)
-        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", LLAMA,
-             "-d", WORK / "src"])
-        archive = next((WORK / "src").glob("llama_cpp_python-*.tar.gz"))
-        with tarfile.open(archive) as tar:
-            tar.extractall(WORK / "src")
-        unpacked = next(p for p in (WORK / "src").iterdir() if p.is_dir())
-    return unpacked
 
 
 def compiler(cuda: str) -> gpu_detect.CudaCompiler:
@@ -92,18 +72,11 @@ def compiler(cuda: str) -> gpu_detect.CudaCompiler:
 def build(src: Path, arch: str, nvcc: gpu_detect.CudaCompiler) -> Path:
     """llama.cpp's libraries and tools, CUDA for `arch` (e.g. "90"), every binary finding its
     libraries beside itself."""
-    tree = WORK / f"build-sm{arch}"
-    args = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-            "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
-            f"-DCMAKE_CUDA_ARCHITECTURES={arch}-real", f"-DCMAKE_CUDA_COMPILER={nvcc.nvcc}",
-            f"-DCUDAToolkit_ROOT={nvcc.root}", "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN",
-            # the tools link ggml's CUDA library, which needs cuBLAS: tell the linker where it is (at run
-            # time LD_LIBRARY_PATH or the system's loader finds it; gpu_proof_run.py sets it)
-            f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,{nvcc.root / 'lib64'}",
-            *PORTABLE_CPU.split(), *CUDA_FLAGS.split()]
-    run(["cmake", "-S", src / "vendor" / "llama.cpp", "-B", tree, "-G", "Ninja", *args])
-    run(["cmake", "--build", tree, "--target", *TARGETS])
-    return tree / "bin"
+    return llama_tools.build(src, WORK / f"build-sm{arch}", [
+        f"-DCMAKE_CUDA_ARCHITECTURES={arch}-real", f"-DCMAKE_CUDA_COMPILER={nvcc.nvcc}", f"-DCUDAToolkit_ROOT={nvcc.root}",
+        # the tools link ggml's CUDA library, which needs cuBLAS: tell the linker where it is (at run
+        # time LD_LIBRARY_PATH or the system's loader finds it; gpu_proof_run.py sets it)
+        f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,{nvcc.root / 'lib64'}", *PORTABLE_CPU.split(), *CUDA_FLAGS.split()])
 
 
 def gather(built: Path, src: Path) -> None:
@@ -171,7 +144,7 @@ def main(argv: list[str]) -> int:
     go.add_argument("--models", default="small,large", help="which bench models: small (135M's shape), large (1.7B's)")
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        src = sources()
+        src = llama_tools.sources(WORK)
         gather(build(src, args.arch, compiler(args.cuda)), src)
         return 0 if size_report() < 56 << 20 else 1
     import gpu_proof_run
