@@ -23,18 +23,32 @@ def test_bundled_model_is_converted_once_and_reused(bundled_folder, monkeypatch)
     assert (again.path / "model.safetensors").is_file() and (again.path / "tokenizer.json").is_file()
 
 
-def test_gguf_file_path_loads(tmp_path, monkeypatch, backend):
+@pytest.fixture(scope="module")
+def gguf_path(tmp_path_factory):
+    """(a .gguf outside the bundle, a cache of its own): the backends share the cache, so torch and MLX
+    load one conversion of the file, written by whichever of them runs first (alone, each converts)."""
     import engine.models.sources as r
 
-    monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
-    gguf = tmp_path / "copy.gguf"
+    root = tmp_path_factory.mktemp("gguf-path")
+    gguf = root / "copy.gguf"
     gguf.symlink_to(r.bundled_gguf("smollm2-135m-instruct"))
+    return gguf, root / "cache"
+
+
+def _converted(cache) -> set:
+    return set((cache / "models").iterdir()) if (cache / "models").exists() else set()
+
+
+def test_gguf_file_path_loads(gguf_path, monkeypatch, backend):
+    gguf, cache = gguf_path
+    monkeypatch.setenv("CONFAB_CACHE", str(cache))
+    before = _converted(cache)
     with Engine.load(str(gguf), EngineConfig(backend=backend, dtype="float32")) as engine:
         if backend == "llamacpp":  # the file as stored: nothing converted
-            assert engine.model.path == gguf and not (tmp_path / "cache" / "models").exists()
+            assert engine.model.path == gguf and _converted(cache) == before
             assert engine.capacity().weights_bytes > 80_000_000  # 4-bit as the file holds it
         else:
-            assert engine.model.path.parent == tmp_path / "cache" / "models"
+            assert engine.model.path.parent == cache / "models"
             assert engine.capacity().weights_bytes > 100_000_000
 
 
