@@ -185,8 +185,11 @@ def _chi2_sum(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _chi2(a: np.ndarray, b: np.ndarray) -> float:
-    tokens = np.union1d(a, b)
-    counts = np.array([[np.sum(a == t) for t in tokens], [np.sum(b == t) for t in tokens]], dtype=float)
+    # the 2 × tokens table of counts (every token seen in either), by one bincount per side: 5,001
+    # tables per test, where a comparison per token took 5 s of it
+    tokens, index = np.unique(np.concatenate([a, b]), return_inverse=True)
+    counts = np.array([np.bincount(index[:len(a)], minlength=len(tokens)),
+                       np.bincount(index[len(a):], minlength=len(tokens))], dtype=float)
     expected = counts.sum(0, keepdims=True) * counts.sum(1, keepdims=True) / counts.sum()
     return float(((counts - expected) ** 2 / expected).sum())
 
