@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -48,11 +49,16 @@ class Proof:
         began = time.monotonic()
         print(f"== {name} (at most {limit:.0f} s)", flush=True)
         try:
-            done = subprocess.run([str(c) for c in command], env=env, cwd=ROOT, capture_output=True, text=True,
-                                  timeout=limit)
-            code, out = done.returncode, done.stdout + done.stderr
-        except subprocess.TimeoutExpired as e:
-            code, out = 124, _text(e.stdout) + _text(e.stderr)
+            # a session of its own: past its limit the step goes with everything it started (a bench's
+            # `engine serve` outlived its killed parent here once)
+            process = subprocess.Popen([str(c) for c in command], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            try:
+                out, _ = process.communicate(timeout=limit)
+                code = process.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                out, code = process.communicate()[0], 124
         except OSError as e:  # a tool missing here (nvidia-smi on a machine without a driver)
             code, out = 127, f"{type(e).__name__}: {e}"
         (self.results / f"{name}.log").write_text(out)
@@ -151,10 +157,6 @@ def benches(proof: Proof, env: dict, sizes: list[str]) -> None:
                                         "--json"], env, 240)
     proof.summary["speculative"] = _pick(_last_json(out), "step_ms_1", "step_ms_13", "ceiling", "edit_speedup",
                                          "chat_speedup", "acceptance")
-
-
-def _text(data) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
 def _last_json(text: str) -> dict:
