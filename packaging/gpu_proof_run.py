@@ -90,6 +90,7 @@ def environment() -> dict:
     env = dict(os.environ)
     site = [str(SITE)] if (SITE / ".done").exists() else []
     env["PYTHONPATH"] = os.pathsep.join([*site, str(KIT / "site"), str(ROOT), env.get("PYTHONPATH", "")])
+    sys.path[:0] = [*site, str(KIT / "site"), str(ROOT)]  # this process imports the engine's bench helpers too
     env["LLAMA_CPP_LIB_PATH"] = str(KIT / "bin")
     env["LD_LIBRARY_PATH"] = os.pathsep.join([str(KIT / "bin"), *cuda_library_folders(), env.get("LD_LIBRARY_PATH", "")])
     # tiny models with 64-wide heads, as real models have: 16-wide ones were computed wrong by ggml's

@@ -4,38 +4,18 @@ eight clients, agent-shaped prompts cold and with their prefix known."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 CONTEXT = 4608
 """Per slot: the 4,000-token prompt and its reply."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url: str, process: subprocess.Popen, limit_s: float = 180) -> bool:
-    import httpx
-
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end and process.poll() is None:
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    return False
-
-
 def compare(llama_server: Path, model: Path, env: dict, proof, name: str) -> dict:
     """Start llama-server on `model` with every layer on the GPU, run the bench step against it, stop it."""
+    from engine.bench.vs_server import free_port, wait_ready  # importable once the proof's environment is set
+
     port = free_port()
     log = open(proof.results / f"llama-server-{name}.log", "w")
     server = subprocess.Popen([str(llama_server), "-m", str(model), "-np", "8", "-c", str(8 * CONTEXT), "-ngl", "999",
@@ -43,7 +23,7 @@ def compare(llama_server: Path, model: Path, env: dict, proof, name: str) -> dic
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        if not wait_ready(url, server):
+        if not wait_ready(f"{url}/v1", server, limit_s=180):
             return {"error": "llama-server did not start (see its log)"}
         _, out = proof.step(f"vs-server-{name}", [sys.executable, "-m", "engine", "bench", "--vs-server", f"{url}/v1",
                                                   "--model", model, "--sessions", "1,8", "--tokens", "128",
