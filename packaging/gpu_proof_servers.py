@@ -14,7 +14,7 @@ CONTEXT = 4608
 
 def compare(llama_server: Path, model: Path, env: dict, proof, name: str) -> dict:
     """Start llama-server on `model` with every layer on the GPU, run the bench step against it, stop it."""
-    from engine.bench.vs_server import free_port, wait_ready  # importable once the proof's environment is set
+    from engine.bench.vs_server import free_port, stop, wait_ready  # importable once the proof's environment is set
 
     port = free_port()
     log = open(proof.results / f"llama-server-{name}.log", "w")
@@ -30,9 +30,5 @@ def compare(llama_server: Path, model: Path, env: dict, proof, name: str) -> dic
                                                   "--prompt-tokens", "1500,4000", "--json"], env, 300)
         return proof.last_json(out)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         log.close()

@@ -119,6 +119,15 @@ def start_confab(model: str, max_context: int, port: int, extra: list[str]) -> s
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def stop(process: subprocess.Popen) -> None:
+    """Ask a server to stop, then make it."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def wait_ready(url: str, process: Optional[subprocess.Popen] = None, limit_s: float = 300) -> bool:
     end = time.monotonic() + limit_s
     while time.monotonic() < end and (process is None or process.poll() is None):
@@ -169,10 +178,6 @@ def vs_server(url: str, model: str, other_model: Optional[str], sessions: list[i
         say(f"Confab's server on {model}:")
         ours = measure(Client(ours_url, model), count, sessions, tokens, prompt_sizes, say)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
     return {"model": model, "other": {"url": url, "model": other_model, **theirs}, "confab": ours,
             "confab_vs_other": ratios(ours, theirs), "tokens": tokens}
