@@ -72,6 +72,8 @@ class ConfabApp(QObject):
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
+        self._gpu_layers: dict[str, Optional[int]] = {}
+        """GPU layers chosen in Load model, by source, for this run (None: Auto)."""
         self.window.may_close = self.may_quit
         self.restore_window()
         self.setup_signals()
@@ -137,12 +139,15 @@ class ConfabApp(QObject):
         """The engine's settings for `source`: a draft model (the command line's, else Settings', while
         drafting is on) for a model of this computer's; a server's model has its own."""
         draft = self.config.draft_model or (self.settings.draft_model if self.settings.speculative else None)
-        return replace(self.config, draft_model=None if parse_remote_source(source) else draft)
+        layers = self._gpu_layers.get(source, self.config.gpu_layers)  # Load model's choice, this run
+        return replace(self.config, draft_model=None if parse_remote_source(source) else draft, gpu_layers=layers)
 
     def pick_model(self) -> None:
         loaded = self.engine.model.name if self.engine is not None else ""
-        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded)
+        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded,
+                                   gpu_layers=self._gpu_layers.get(self.source, self.config.gpu_layers))
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
+            self._gpu_layers[dialog.chosen_source()] = dialog.chosen_gpu_layers()
             self.load(dialog.chosen_source())
 
     def get_models(self) -> None:

@@ -1,8 +1,8 @@
 """Pick a model to load: the bundled one, those found on disk, or a folder / .gguf the user browses to.
 
     dialog = ModelPickerDialog(current_source, window)
-    if dialog.exec():
-        load_with_progress(dialog.chosen_source())   # the main window loads it; this dialog never does
+    if dialog.exec():   # the main window loads it; this dialog never does
+        load_with_progress(dialog.chosen_source(), gpu_layers=dialog.chosen_gpu_layers())
 
 For the selected entry a memory estimate (weights, and state per conversation at max_context) is
 read from the files' headers on a background thread; a result for an entry no longer selected only
@@ -27,6 +27,7 @@ from app.bridge import GuiRoute
 from app.file_dialogs import choose_folder, open_file
 from app.models.discovery import ModelCandidate, find_models
 from app.models.files import delete_downloaded
+from app.models.gpu_layers_row import GpuLayersRow, gpu_offload_available
 from app.settings.dialog import named
 
 SOURCE_ROLE = Qt.ItemDataRole.UserRole
@@ -63,7 +64,7 @@ class ModelPickerDialog(QDialog):
     """A list of models with a memory estimate for the selected one; `chosen_source()` on accept."""
 
     def __init__(self, current: str, parent: Optional[QWidget] = None, *, max_context: int = 4096,
-                 extra_dirs: Iterable[Path | str] = (), loaded_name: str = "") -> None:
+                 extra_dirs: Iterable[Path | str] = (), loaded_name: str = "", gpu_layers: Optional[int] = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Load model")
         self.setAccessibleName("Load model")
@@ -117,6 +118,10 @@ class ModelPickerDialog(QDialog):
         self.delete_button.clicked.connect(self._delete)
         row.addWidget(self.delete_button)
         layout.addLayout(row)
+        self.gpu_layers = GpuLayersRow()
+        self.gpu_layers.set_value(gpu_layers)
+        self.gpu_layers.setVisible(gpu_offload_available())
+        layout.addWidget(self.gpu_layers)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.load_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.load_button.setText("&Load")
@@ -301,6 +306,10 @@ class ModelPickerDialog(QDialog):
         """Source string of the selected entry ("" when none is selected)."""
         item = self.models.currentItem()
         return item.data(0, SOURCE_ROLE) if item is not None else ""
+
+    def chosen_gpu_layers(self) -> Optional[int]:
+        """The GPU layers asked for (None: Auto, and wherever the build has no GPU)."""
+        return self.gpu_layers.value() if self.gpu_layers.isVisibleTo(self) else None
 
     def done(self, result: int) -> None:
         self._route.close()  # results still on their way would touch a closed dialog
