@@ -14,6 +14,7 @@ ggml's block sizes as the gguf package lists them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import mmap
 import struct
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ class GgufHeader:
     """Each tensor's size in the file, by name."""
     array_lengths: dict
     """How many items each array field holds ("tokenizer.ggml.tokens": 49152)."""
+    digest: str = ""
+    """A hash of the metadata bytes (not the tensors): two files with the same config, tokenizer and
+    chat template have the same digest wherever they lie."""
 
 
 def read_header(path: Path) -> GgufHeader:
@@ -62,6 +66,7 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
                 meta[key] = reader.value(reader.take("<I"))
                 if reader.last_count is not None:
                     lengths[key], reader.last_count = reader.last_count, None
+            digest = hashlib.sha256(m[:reader.at]).hexdigest()[:16]
             tensors = {}
             for _ in range(n_tensors):
                 name = reader.string()
@@ -75,7 +80,7 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
                 tensors[name] = elements // block * nbytes
     except (ValueError, KeyError, struct.error, OSError) as e:
         raise ModelLoadError(f"{Path(path).name} is not a readable GGUF file: {e}") from e
-    return GgufHeader(meta, tensors, lengths)
+    return GgufHeader(meta, tensors, lengths, digest)
 
 
 class _Cursor:

@@ -141,10 +141,18 @@ def _gguf_key(gguf_path: Path) -> str:
     return hashlib.sha256(f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
 
 
+def _meta_key(gguf_path: Path) -> str:
+    """What the metadata cache is keyed by: the file's metadata bytes, so a file moved or copied, or
+    written again the same (the tests' tiny models, every session), reuses what was read from it."""
+    from .gguf_header import read_header
+
+    return read_header(gguf_path).digest
+
+
 def _gguf_as_stored(gguf_path: Path, name: str) -> ModelFolder:
     """The file itself, with its config and tokenizer read once into a small cache folder."""
     meta = frozen_metadata(gguf_path) or read_metadata(
-        gguf_path, cache_dir() / "gguf-meta" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}")
+        gguf_path, cache_dir() / "gguf-meta" / f"{gguf_path.stem}-{_meta_key(gguf_path)}")
     try:
         config = json.loads((meta / "config.json").read_text())
     except (OSError, ValueError) as e:
