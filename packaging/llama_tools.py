@@ -3,7 +3,7 @@ Confab's llama-cpp-python is built from (its pinned sdist vendors llama.cpp), so
 measured beside llama.cpp itself on the same code and flags.
 
     .venv/bin/python packaging/llama_tools.py                       # this CPU, Confab's flags
-    .venv/bin/python packaging/llama_tools.py --flags "-DGGML_NATIVE=ON" --name defaults   # llama.cpp's own defaults
+    .venv/bin/python packaging/llama_tools.py --flags=-DGGML_NATIVE=ON --name defaults   # llama.cpp's defaults
     # -> build/llama-tools/<name>/bin/llama-server … (about 5 minutes on two cores)
 
 gpu_proof.py builds its CUDA tools with the same two functions.
