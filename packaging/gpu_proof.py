@@ -52,8 +52,10 @@ WHEELS = ("fastapi", "uvicorn", "openai", "llguidance", "gguf", "platformdirs", 
 """What the engine, its server and llama-cpp-python import beyond torch/transformers/numpy (the GPU
 machine has those); their dependencies come too."""
 ON_THE_GPU_MACHINE = {"numpy", "torch", "pyyaml", "tqdm", "filelock", "fsspec", "packaging", "requests",
-                      "urllib3", "certifi", "charset_normalizer", "hf_xet", "tokenizers", "safetensors"}
-"""Left out of the wheels: large, and already there in versions the engine takes."""
+                      "urllib3", "certifi", "charset_normalizer", "hf_xet", "tokenizers", "safetensors", "huggingface_hub"}
+"""Left out of the wheels: large, or already there in versions the engine takes (huggingface_hub too:
+that machine's transformers pins its own major version, and a newer one ahead of it on the path
+stops transformers from importing)."""
 
 
 def compiler(cuda: str) -> gpu_detect.CudaCompiler:

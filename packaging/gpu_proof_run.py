@@ -130,7 +130,7 @@ def facts(proof: Proof, env: dict) -> None:
 
 
 def tests(proof: Proof, env: dict) -> None:
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--timeout", "300",
+    command = [sys.executable, "-m", "pytest", "-q", "--maxfail=10", "-p", "no:cacheprovider", "--timeout", "300",
                f"--junitxml={proof.results / 'tests.xml'}", "-k", "llamacpp or placement or kernel or cell or rows",
                *TESTS]
     code, out = proof.step("tests", command, env, 420)
