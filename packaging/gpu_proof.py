@@ -144,6 +144,8 @@ def main(argv: list[str]) -> int:
     go.add_argument("--part", choices=["all", "tests", "bench"], default="all")
     go.add_argument("--minutes", type=float, default=9.5, help="stop starting new steps after this long")
     go.add_argument("--models", default="small,large", help="which bench models: small (135M's shape), large (1.7B's)")
+    go.add_argument("--skip", default="", help="steps not to run, by name (bench-small,check,...)")
+    go.add_argument("--select", default=None, help="pytest -k for the tests step (default: the llama.cpp cases)")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         src = llama_tools.sources(WORK)
@@ -151,7 +153,8 @@ def main(argv: list[str]) -> int:
         return 0 if size_report() < 56 << 20 else 1
     import gpu_proof_run
 
-    return gpu_proof_run.main(args.results, args.part, args.minutes, args.models.split(","))
+    return gpu_proof_run.main(args.results, args.part, args.minutes, args.models.split(","),
+                              frozenset(filter(None, args.skip.split(","))), args.select or gpu_proof_run.SELECT)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,10 @@ TESTS = ["tests/engine/test_llamacpp_placement.py", "tests/engine/test_llamacpp.
 class Proof:
     """The results folder, the time left and the figures so far."""
 
-    def __init__(self, results: Path, minutes: float) -> None:
+    def __init__(self, results: Path, minutes: float, skip: frozenset = frozenset()) -> None:
         self.results = results
+        self.skip = skip
+        """Steps not to run (a second run after a first that ran them)."""
         self.deadline = time.monotonic() + minutes * 60
         self.summary: dict = {"steps": {}}
         results.mkdir(parents=True, exist_ok=True)
@@ -42,6 +44,9 @@ class Proof:
     def step(self, name: str, command: list, env: dict, limit_s: float) -> tuple[int, str]:
         """Run one step with at most `limit_s` (and never past the deadline); its output to NAME.log."""
         limit = min(limit_s, self.left())
+        if name in self.skip:
+            self.summary["steps"][name] = "skipped: asked to"
+            return -1, ""
         if limit < 20:
             self.summary["steps"][name] = "skipped: out of time"
             self.save()
@@ -129,10 +134,13 @@ def facts(proof: Proof, env: dict) -> None:
     proof.summary["setup_would_build"] = [line.strip() for line in plan.splitlines() if line.strip()]
 
 
-def tests(proof: Proof, env: dict) -> None:
+SELECT = "(llamacpp or placement or kernel or cell_order or rows) and not mlx"
+"""pytest -k: the llama.cpp cases of TESTS."""
+
+
+def tests(proof: Proof, env: dict, select: str = SELECT) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "--maxfail=10", "-p", "no:cacheprovider", "--timeout", "300",
-               f"--junitxml={proof.results / 'tests.xml'}", "-k", "llamacpp or placement or kernel or cell or rows",
-               *TESTS]
+               f"--junitxml={proof.results / 'tests.xml'}", "-k", select, *TESTS]
     code, out = proof.step("tests", command, env, 420)
     proof.summary["tests"] = next((line for line in reversed(out.splitlines()) if " in " in line and "passed" in line
                                    or "failed" in line), f"exit {code}")
@@ -152,7 +160,8 @@ def benches(proof: Proof, env: dict, sizes: list[str]) -> None:
         proof.summary[f"bench_{name}"] = _pick(_last_json(out), "decode_tok_s", "library_decode_tok_s",
                                                 "decode_vs_library", "aggregate_tok_s", "aggregate8_vs_1",
                                                 "prefill_tok_s", "placement", "quantized", "ttft_busy8_vs_idle")
-        proof.summary[f"servers_{name}"] = servers.compare(KIT / "bin" / "llama-server", model, env, proof, name)
+        if f"vs-server-{name}" not in proof.skip:
+            proof.summary[f"servers_{name}"] = servers.compare(KIT / "bin" / "llama-server", model, env, proof, name)
         proof.save()
     _, out = proof.step("speculative", [sys.executable, "-m", "engine", "bench", "--speculative", "--model", small,
                                         "--json"], env, 240)
@@ -182,12 +191,13 @@ def summary_table(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(results: Path, part: str, minutes: float, sizes: list[str]) -> int:
-    proof = Proof(results, minutes)
+def main(results: Path, part: str, minutes: float, sizes: list[str], skip: frozenset = frozenset(),
+         select: str = SELECT) -> int:
+    proof = Proof(results, minutes, skip)
     env = environment()
     facts(proof, env)
     if part in ("all", "tests"):
-        tests(proof, env)
+        tests(proof, env, select)
     if part in ("all", "bench"):
         benches(proof, env, sizes)
     proof.save()

@@ -71,8 +71,10 @@ def test_the_check_runs_inside_the_load_and_passes_here(gguf_source, tiny_models
 
 
 def test_a_disagreeing_probe_reloads_on_plain_kernels_and_says_so(gguf_source, tiny_models, monkeypatch):
-    source = str(gguf_source(tiny_models["llama"]))
-    with Engine.load(source, EngineConfig(backend="llamacpp", max_context=256)) as engine:
+    # the CPU's kernel paths, so the CPU alone: on a GPU a disagreeing probe reloads on the CPU instead
+    # (test_a_gpu_whose_logits_stray_from_the_cpus_is_left_for_the_cpu)
+    source, on_cpu = str(gguf_source(tiny_models["llama"])), EngineConfig(backend="llamacpp", max_context=256, gpu_layers=0)
+    with Engine.load(source, on_cpu) as engine:
         want = reply(engine)
     real, calls = kernel_check.probe, []
 
@@ -81,7 +83,7 @@ def test_a_disagreeing_probe_reloads_on_plain_kernels_and_says_so(gguf_source, t
         return 11.4 if len(calls) == 1 else real(backend, tokens)
 
     monkeypatch.setattr(kernel_check, "probe", broken_first)
-    with Engine.load(source, EngineConfig(backend="llamacpp", max_context=256)) as engine:
+    with Engine.load(source, on_cpu) as engine:
         check = engine.kernel_check
         assert check.path.name == "plain" and not check.path.extra_bufts and check.ok
         assert check.failed == f"one call and one-token pieces differed by 11.40 on the {calls[0]} path (tolerance 2)"
@@ -183,7 +185,9 @@ def test_a_gpu_whose_logits_stray_from_the_cpus_is_left_for_the_cpu(monkeypatch,
 def test_the_cpu_twin_reads_the_model_as_the_engine_does(gguf_source, tiny_models):
     from engine.correctness.gpu_twin import gpu_vs_cpu
 
-    with Engine.load(str(gguf_source(tiny_models["llama"])), EngineConfig(backend="llamacpp", max_context=256)) as engine:
+    # the engine on the CPU too (on a GPU machine it would run there): the same kernels both sides
+    config = EngineConfig(backend="llamacpp", max_context=256, gpu_layers=0)
+    with Engine.load(str(gguf_source(tiny_models["llama"])), config) as engine:
         backend = engine._worker.backend
         tokens = kernel_check.probe_tokens(backend.model)
         apart = engine._call(lambda w: gpu_vs_cpu(w.backend, tokens, 64 << 30))

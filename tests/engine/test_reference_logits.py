@@ -20,6 +20,11 @@ TOLERANCE = {  # backend: (between ways of prefilling, against the float32 refer
     "mlx": (1e-3, 1e-3),        # measured: 0.0 / 2.4e-4
     "llamacpp": (0.05, 1.0),    # float32 GGUF; float16 K/V cache and attention; measured: 6.7e-6 / 0.32
 }
+GPU_TOLERANCE = {  # the same on a GPU
+    # measured on an H200: 0.060 / 0.78. ggml's CUDA backend sets cuBLAS to TF32 math, so float32
+    # matmuls of more than one row round their inputs to 10 bits, and one-row ones do not
+    "llamacpp": (0.15, 1.5),
+}
 Q4_TOLERANCE = (0.05, 6.0)
 """The tiny Q4_0/Q4_1/Q8_0 GGUF on llama.cpp; measured 0.0 / 3.7. llama.cpp rounds activations to 8
 bits for 4- and 8-bit matmuls, and random untrained weights amplify that rounding: logits of std 4,
@@ -38,10 +43,11 @@ def run_check(engine) -> list[refcheck.Row]:
 
 def test_every_way_of_prefilling_matches_the_float32_reference(make_engine, tiny_models, backend, monkeypatch):
     monkeypatch.setenv("CONFAB_THREADS", "1")  # figures do not depend on threads; a busy machine does
-    rows = run_check(make_engine(tiny_models["llama"], backend))
+    engine = make_engine(tiny_models["llama"], backend)
+    rows = run_check(engine)
     assert [r.label for r in rows][:5] == ["one call", "pieces of 1", "pieces of 16", "pieces of 32", "pieces of 128"]
     assert ("joint with 3 others" in rows[-1].label) == (backend == "llamacpp")
-    between, reference = TOLERANCE[backend]
+    between, reference = TOLERANCE[backend] if engine.device == "cpu" else GPU_TOLERANCE.get(backend, TOLERANCE[backend])
     assert refcheck.worst(rows, "vs_one_call") <= between
     assert refcheck.worst(rows, "vs_reference") <= reference
 
