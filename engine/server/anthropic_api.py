@@ -14,13 +14,14 @@ from typing import Optional
 
 from anyio import to_thread
 from fastapi import FastAPI, Header, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from ..reply.truncation import truncation_fields
 from . import anthropic_stream, fitting, generation, route_common, structured
 from .anthropic_errors import AnthropicErrors
 from .anthropic_schemas import CountTokensRequest, MessagesRequest, translate
 from .host import EngineHost
+from .json_text import JSONResponse
 from .responses import Shape, collect
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -52,7 +53,8 @@ def register(app: FastAPI, host: EngineHost) -> None:
             params = replace(generation.sampling(chat, engine, len(prompt), chat.token_limit),
                              constraint=shaped.constraint, top_k=asked.top_k)
             lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.chat(
-                fitted, params, tools=shaped.tools, thinking=asked.thinking, continue_final=asked.continue_final))
+                fitted, params, tools=shaped.tools, thinking=asked.thinking, continue_final=asked.continue_final),
+                max_tokens=params.max_tokens)
             return lease, stream, len(prompt), cut
 
         lease, stream, prompt_len, cut = await to_thread.run_sync(begin)

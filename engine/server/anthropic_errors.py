@@ -10,6 +10,7 @@ own error classes with the message.
 from __future__ import annotations
 
 import json
+from .json_text import json_bytes
 
 PATH = "/v1/messages"
 
@@ -53,7 +54,7 @@ class AnthropicErrors:
                 original = json.loads(b"".join(chunks) or b"{}")
             except ValueError:
                 original = {}
-            payload = json.dumps(body_of(start["status"], original)).encode()
+            payload = json_bytes(body_of(start["status"], original))
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"content-type")]
             headers += [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
             await send({**start, "headers": headers})

@@ -18,6 +18,7 @@ from ..reply.toolstream import CallDelta
 from .anthropic_errors import body_of
 from .errors import APIError
 from .generation import Piece, Reply, Usage
+from .json_text import json_bytes
 from .responses import Result, Shape, _Calls
 
 PING_S = 5.0
@@ -62,7 +63,7 @@ def whole(result: Result, reply: Reply, msg_id: str, model: str) -> dict:
 
 
 def event(name: str, data: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return f"event: {name}\ndata: ".encode() + json_bytes(data) + b"\n\n"
 
 
 def error_event(error: APIError) -> bytes:

@@ -16,13 +16,14 @@ from typing import Optional
 from anyio import to_thread
 from fastapi import FastAPI, Header, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from ..errors import EngineError
 from ..reply.truncation import truncation_fields
 from . import anthropic_api, errors, fitting, generation, guard, openai_responses, route_common, structured
 from .errors import APIError
 from .host import EngineHost
+from .json_text import JSONResponse
 from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .logprob_json import Tokens
 from .responses import Shape, collect, events
@@ -50,7 +51,8 @@ class ServerSettings:
 
 
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
-    app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None,
+                  default_response_class=JSONResponse)
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     started = time.time()
@@ -119,7 +121,8 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
             params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
                              constraint=shaped.constraint, logprobs=shaped.logprobs)
             lease, stream = generation.start(pool, session_id, owner, prompt,
-                                             lambda s: s.chat(fitted, params, tools=shaped.tools))
+                                             lambda s: s.chat(fitted, params, tools=shaped.tools),
+                                             max_tokens=params.max_tokens)
             return lease, stream, len(prompt), cut
 
         return await _respond("chat", pool, body, begin, request, shaped.logprobs is not None,
@@ -137,7 +140,8 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
                                              body.context_policy, body.token_limit)
             params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
                              logprobs=body.logprobs)
-            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params))
+            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params),
+                                             max_tokens=params.max_tokens)
             return lease, stream, len(prompt), cut
 
         return await _respond("completions", pool, body, begin, request, body.logprobs is not None)

@@ -10,10 +10,10 @@ from typing import Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import errors as engine_errors
+from .json_text import JSONResponse
 
 
 class APIError(Exception):
@@ -48,9 +48,11 @@ def busy_session(session_id: str) -> APIError:
                     "session_busy", "conflict_error")
 
 
-def capacity_full(detail: str) -> APIError:
-    return APIError(429, f"the server is at capacity ({detail}); retry shortly", "capacity_exceeded",
-                    "rate_limit_error", headers={"Retry-After": "1"})
+def capacity_full(detail: str, wait: tuple[int, str] = (1, "")) -> APIError:
+    """429 with `Retry-After` from `wait`: (seconds, the estimate in words) (SessionPool.retry_after)."""
+    seconds, why = wait
+    return APIError(429, f"the server is at capacity ({detail}); {why or 'retry shortly'}", "capacity_exceeded",
+                    "rate_limit_error", headers={"Retry-After": str(seconds)})
 
 
 def no_model(detail: str = "no model is loaded") -> APIError:

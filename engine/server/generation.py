@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import AsyncIterator, Optional, Sequence
 
 from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
+from ..errors import CapacityError
 from ..reply.text import clean
 from . import limits
-from .errors import APIError, bad_request
+from .errors import APIError, bad_request, capacity_full
 from .pool import DELETED, Lease, SessionPool
 from .stops import StopMatcher
 
@@ -187,15 +188,20 @@ class Reply:
 
 
 def start(pool: SessionPool, session_id: Optional[str], owner: Optional[str], prompt: list[int],
-          begin) -> tuple[Lease, Stream]:
+          begin, max_tokens: int) -> tuple[Lease, Stream]:
     """Lease a session for `prompt` and start `begin(session) -> Stream` on it, returning once the
     engine admitted the turn (runs on a worker thread: opening a session and waiting out a cancelled
-    reply may block for a token). The engine's refusal (CapacityError) is raised here."""
+    reply may block for a token). The engine's refusal (CapacityError) is a 429 here, its
+    Retry-After the time the running turns need (pool.retry_after)."""
     lease = pool.acquire(session_id, prompt, owner)
     try:
         stream = begin(lease.session)
         stream.admitted()  # a turn the shared K/V pool cannot hold is refused (429) before any 200
-        return lease, stream
-    except BaseException:
+    except CapacityError as e:
         pool.release(lease, discard=not lease.session.tokens)  # a refused first request leaves nothing
+        raise capacity_full(str(e), pool.retry_after()) from None
+    except BaseException:
+        pool.release(lease, discard=not lease.session.tokens)
         raise
+    pool.began(lease, len(prompt), max_tokens)
+    return lease, stream

@@ -17,13 +17,14 @@ from typing import Callable, Optional
 
 from anyio import to_thread
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from ..reply.truncation import truncation_fields
 from . import fitting, generation, structured
 from .errors import APIError, bad_request
 from .generation import Reply, Usage
 from .host import EngineHost
+from .json_text import JSONResponse
 from .responses import Shape, _Calls
 from .responses_schema import ResponsesRequest, chat_messages, chat_request, thinking
 from .responses_store import SESSION_PREFIX, ResponseStore, Stored
@@ -62,7 +63,8 @@ def install(app: FastAPI, host: EngineHost, unless_gone: Callable, store: Option
                              constraint=shaped.constraint)
             extra = {} if think is None else {"thinking": think}
             lease, stream = generation.start(pool, session, owner, prompt,
-                                             lambda s: s.chat(fitted, params, tools=shaped.tools, **extra))
+                                             lambda s: s.chat(fitted, params, tools=shaped.tools, **extra),
+                                             max_tokens=params.max_tokens)
             return lease, stream, len(prompt), cut
 
         lease, stream, prompt_len, cut = await to_thread.run_sync(begin)

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 from .. import Engine, Session
 from ..errors import CapacityError, EngineError
 from .errors import APIError, busy_session, capacity_full, not_found
+from .wait_estimate import Turn, WaitEstimate
 
 DELETED = "its session was deleted"
 """Why a reply was cut when a client deleted its session (other cuts are the server stopping)."""
@@ -48,6 +49,8 @@ class Lease:
     last_used: float = field(default_factory=time.monotonic)
     cut: Optional[str] = None
     """Why its running reply was stopped from outside (deleted, server stopping); None if it was not."""
+    turn: Optional[Turn] = None
+    """Its running turn once the engine admitted it (for the wait a refused client is told)."""
 
     def describe(self) -> dict:
         """What GET /v1/sessions shows for this session."""
@@ -75,6 +78,7 @@ class SessionPool:
         self._pooled: dict[tuple[Optional[str], str], Lease] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._waits = WaitEstimate()
 
     # -- leasing -----------------------------------------------------------------------------------
     def acquire(self, name: Optional[str], prompt: Sequence[int], owner: Optional[str] = None) -> Lease:
@@ -116,12 +120,27 @@ class SessionPool:
         with self._lock:
             lease.leased = False
             lease.last_used = time.monotonic()
+            if lease.turn is not None:
+                self._waits.finished(lease.turn, len(lease.session.tokens))
+                lease.turn = None
             if self._closed or lease.session.closed or discard:
                 if self._table(lease).get(_id(lease)) is lease:
                     del self._table(lease)[_id(lease)]
                 discard = True
         if discard and not lease.session.closed:
             threading.Thread(target=_close_quietly, args=(lease.session,), daemon=True).start()
+
+    def began(self, lease: Lease, prompt_len: int, max_tokens: int) -> None:
+        """The engine admitted `lease`'s turn: a prompt of `prompt_len` tokens, at most `max_tokens` more."""
+        with self._lock:
+            lease.turn = Turn(prompt_len + max_tokens, len(lease.session.tokens))
+
+    def retry_after(self) -> tuple[int, str]:
+        """(seconds, in words) until a running turn should end: a refused client's Retry-After."""
+        with self._lock:
+            running = [(l.turn, len(l.session.tokens)) for l in (*self._named.values(), *self._pooled.values())
+                       if l.leased and l.turn is not None]
+        return self._waits.wait(running)
 
     def _room(self) -> bool:
         """Whether another session may open without closing one (called under the lock)."""
@@ -148,7 +167,7 @@ class SessionPool:
             if self.limit is not None and self._live() > self.limit:
                 victim = self._evict_one()
                 if victim is None:
-                    raise capacity_full(f"all {self.limit} server sessions are busy")
+                    raise capacity_full(f"all {self.limit} server sessions are busy", self.retry_after())
                 _close_quietly(victim.session)
                 continue
             try:
@@ -156,7 +175,7 @@ class SessionPool:
             except CapacityError as e:
                 victim = self._evict_one()
                 if victim is None:
-                    raise capacity_full(str(e)) from None
+                    raise capacity_full(str(e), self.retry_after()) from None
                 _close_quietly(victim.session)
 
     def _live(self) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from ..reply.toolcalls import ToolCall, parse
 from ..reply.toolstream import CallDelta, CallStream, cut_reply
 from .errors import APIError
 from .generation import Piece, Reply, Usage
+from .json_text import json_bytes
 from .logprob_json import Tokens, chat_logprobs, completion_logprobs
 
 
@@ -108,7 +108,7 @@ class Shape:
 
 
 def sse(obj: dict) -> bytes:
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+    return b"data: " + json_bytes(obj) + b"\n\n"
 
 
 DONE = b"data: [DONE]\n\n"

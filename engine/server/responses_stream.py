@@ -15,6 +15,7 @@ from typing import AsyncIterator, Callable, Optional
 from ..reply.toolstream import CallDelta
 from .errors import APIError
 from .generation import Piece, Reply, Usage
+from .json_text import json_bytes
 from .responses import Shape, _Calls
 
 
@@ -143,8 +144,7 @@ class Sequence:
     def sse(self, event: dict) -> bytes:
         event = {**event, "sequence_number": self.number}
         self.number += 1
-        data = json.dumps(event, separators=(",", ":"))
-        return f"event: {event['type']}\ndata: {data}\n\n".encode()
+        return f"event: {event['type']}\ndata: ".encode() + json_bytes(event) + b"\n\n"
 
 
 async def events(reply: Reply, shape: Shape, response: Callable[..., dict],

@@ -57,3 +57,34 @@ def test_a_lone_surrogate_becomes_a_replacement_character(serve, tiny_engine):
     assert broken.json()["usage"]["prompt_tokens"] == fixed.json()["usage"]["prompt_tokens"]
     completion = _post_raw(h, "/v1/completions", {"prompt": "x\udfffy", "max_tokens": 2})
     assert completion.status_code == 200, completion.text
+
+
+def test_lone_surrogates_echoed_back_never_make_a_500(serve, tiny_engine):
+    """Responses echoes `instructions`, `metadata` and tools' descriptions: each cleaned to U+FFFD,
+    the reply answered and the stored response readable again (it was a 500 after the reply)."""
+    h = http(serve(tiny_engine))
+    body = {"input": "hi", "max_output_tokens": 2, "instructions": "be\ud800brief",
+            "metadata": {"note": "x\udfffy"}, "store": True,
+            "tools": [{"type": "function", "name": "look", "description": "finds\ud83d things",
+                       "parameters": {"type": "object", "properties": {}}}]}
+    created = _post_raw(h, "/v1/responses", body)
+    assert created.status_code == 200, created.text
+    assert created.json()["instructions"] == "be\ufffdbrief"
+    assert created.json()["metadata"] == {"note": "x\ufffdy"}
+    again = h.get(f"/v1/responses/{created.json()['id']}")
+    assert again.status_code == 200, again.text
+    assert again.json()["tools"][0]["description"] == "finds\ufffd things"
+    chat = _post_raw(h, "/v1/chat/completions", {**chat_body("hi"), "metadata": {"k": "\ud800"}, "max_tokens": 2})
+    assert chat.status_code < 500, chat.text
+    messages = _post_raw(h, "/v1/messages", {"model": tiny_engine.source, "max_tokens": 2, "system": "s\ud800",
+                                             "messages": [{"role": "user", "content": "hi"}]})
+    assert messages.status_code == 200, messages.text
+
+
+def test_streamed_events_carry_the_cleaned_text_too(serve, tiny_engine):
+    h = http(serve(tiny_engine))
+    streamed = _post_raw(h, "/v1/responses", {"input": "hi", "max_output_tokens": 2, "stream": True,
+                                              "instructions": "be\ud800brief"})
+    assert streamed.status_code == 200
+    created = next(json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: "))
+    assert created["response"]["instructions"] == "be\ufffdbrief"
