@@ -24,6 +24,7 @@ from . import anthropic_api, errors, fitting, generation, guard, openai_response
 from .errors import APIError
 from .host import EngineHost
 from .json_text import JSONResponse
+from .keep_alive import keep_alive
 from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .logprob_json import Tokens
 from .responses import Shape, collect, events
@@ -165,7 +166,7 @@ async def _respond(kind: str, pool, body, begin, request: Request, logprobs: boo
     field, headers = truncation_fields(cut)
     shape.truncated = field["truncated"]
     if body.stream:
-        return StreamingResponse(events(reply, shape, body.include_usage), media_type="text/event-stream",
+        return StreamingResponse(keep_alive(events(reply, shape, body.include_usage)), media_type="text/event-stream",
                                  headers={**SSE_HEADERS, **headers})
     result = await route_common.unless_gone(collect(reply, shape), request, reply)
     if result is None:  # the client hung up: nobody reads this, but the session is free again

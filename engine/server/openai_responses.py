@@ -25,6 +25,7 @@ from .errors import APIError, bad_request
 from .generation import Reply, Usage
 from .host import EngineHost
 from .json_text import JSONResponse
+from .keep_alive import keep_alive
 from .responses import Shape, _Calls
 from .responses_schema import ResponsesRequest, chat_messages, chat_request, thinking
 from .responses_store import SESSION_PREFIX, ResponseStore, Stored
@@ -93,7 +94,7 @@ def install(app: FastAPI, host: EngineHost, unless_gone: Callable, store: Option
                 store.put(Stored(rid, owner, session, tuple(items + final["output"]), final))
 
         if body.stream:
-            return StreamingResponse(events(reply, shape, response, done), media_type="text/event-stream",
+            return StreamingResponse(keep_alive(events(reply, shape, response, done)), media_type="text/event-stream",
                                      headers={**SSE_HEADERS, **headers})
         result = await unless_gone(_whole(reply, shape), request, reply)
         if result is None:  # the client hung up

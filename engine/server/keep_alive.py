@@ -1,0 +1,42 @@
+"""An SSE comment every few seconds while a stream has nothing to say, so clients and proxies with
+idle timeouts keep the connection while a long prompt is read or a turn waits for room.
+
+Why: chat/completions and Responses streams sent nothing for 52-58 s while a 2,500-token prompt was
+read, and 411 s for a turn waiting under pool pressure; clients with idle timeouts dropped them.
+SSE comment lines (starting with ':') are ignored by every SSE client (the openai SDK's decoder
+skips them). Anthropic Messages has its own `ping` event for this (anthropic_stream.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Optional
+
+EVERY_S = 5.0
+BEAT = b": keep-alive\n\n"
+
+
+async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = None) -> AsyncIterator[bytes]:
+    """`source`'s chunks, with BEAT whenever `every_s` (EVERY_S) pass without one. Closing this
+    closes `source` (a client gone cancels the reply, as without the beats)."""
+    every_s = every_s or EVERY_S
+    chunks = source.__aiter__()
+    waiting: Optional[asyncio.Future] = None
+    try:
+        while True:
+            waiting = asyncio.ensure_future(chunks.__anext__())
+            while not (await asyncio.wait({waiting}, timeout=every_s))[0]:
+                yield BEAT
+            try:
+                chunk = waiting.result()
+            except StopAsyncIteration:
+                return
+            waiting = None
+            yield chunk
+    finally:
+        if waiting is not None and not waiting.done():
+            waiting.cancel()  # into the source, which ends there (the reply is cancelled)
+            await asyncio.wait({waiting})
+        closing = getattr(chunks, "aclose", None)
+        if closing is not None:
+            await closing()
