@@ -22,6 +22,8 @@ from typing import Optional
 from .toolcalls import ToolCall, call_from_object, new_call_id, opener
 
 _HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"(?:arguments|parameters)"\s*:\s*')
+_NAMED = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+"""A call's head cut after its name (the token limit): the call is still sent, as OpenAI sends it."""
 _JUNK = {"hermes": "", "llama3": "};, \n\t\r", "mistral": "}],; \n\t\r"}
 _MARKERS = {"hermes": (), "llama3": ("<|python_tag|>",), "mistral": ("[TOOL_CALLS]", "[")}
 
@@ -71,6 +73,7 @@ class CallStream:
         self._held = ""  # everything since calls began, while no call was sent: given back if none is
         self._mode = "undecided"
         self._arg: Optional[_ValueEnd] = None
+        self._arg_fresh = False  # no character of the current call's arguments read yet
         self.calls = 0
         """Calls started so far."""
 
@@ -111,6 +114,11 @@ class CallStream:
         deltas: list[CallDelta] = []
         while True:
             if self._arg is not None:  # inside a call's arguments
+                if self._arg_fresh:  # the blank before them, however the pieces fell (as _HEAD eats it whole)
+                    self._buf = self._buf.lstrip()
+                    if not self._buf:
+                        return deltas
+                    self._arg_fresh = False
                 n = self._arg.feed(self._buf)
                 piece, self._buf = self._buf[:n], self._buf[n:]
                 if piece:
@@ -148,7 +156,7 @@ class CallStream:
             self._buf = text[head.end():]
             deltas.append(CallDelta(self.calls, "", new_call_id(), json.loads(f'"{head.group(1)}"')))
             self.calls += 1
-            self._arg = _ValueEnd()
+            self._arg, self._arg_fresh = _ValueEnd(), True
             return True
         try:  # another key order: the whole object once it is complete
             obj, end = json.JSONDecoder().raw_decode(text)
@@ -177,10 +185,26 @@ class CallStream:
             rest, self._buf = self._buf, ""
             return ("", []) if cut and _call_begins(self.fmt, rest) else (rest, [])
         deltas = self._calls()
+        if cut and self._arg is None and (name := self._named_head()) is not None:
+            deltas.append(CallDelta(self.calls, "", new_call_id(), name))  # cut after its name
+            self.calls += 1
         if self.calls == 0:
             text, self._held, self._buf = self._held, "", ""
             return ("", []) if cut and _call_begins(self.fmt, text) else (text, [])
         return "", deltas
+
+    def _named_head(self) -> Optional[str]:
+        """The name of a call the buffer begins, written whole but not its arguments' key; None if not."""
+        text = self._buf
+        if self.fmt == "hermes":
+            at = text.find("<tool_call>")
+            text = text[at + len("<tool_call>"):] if at >= 0 else ""
+        else:
+            text = text.lstrip(_JUNK[self.fmt])
+            for marker in _MARKERS[self.fmt]:
+                text = text.removeprefix(marker).lstrip(_JUNK[self.fmt])
+        head = _NAMED.match(text.lstrip())
+        return json.loads(f'"{head.group(1)}"') if head is not None else None
 
 
 def _call_begins(fmt: str, text: str) -> bool:

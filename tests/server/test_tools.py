@@ -169,3 +169,22 @@ def test_a_call_cut_by_the_token_limit_says_length(serve, tool_engines, stream):
         return
     chunks = list(_create(server, stream=True, **kw))
     assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["length"]
+
+
+@pytest.mark.parametrize("limit", [12, 16, 24])
+def test_a_forced_call_cut_by_the_token_limit_keeps_its_partial_call(serve, tool_engines, family, limit):
+    """As OpenAI does: a call whose name was written is returned (its arguments so far) with
+    finish_reason "length" (it was dropped when the cut came before its arguments), and the same call
+    streamed and not (the streamed arguments had a leading space the other lacked)."""
+    server = serve(tool_engines[family])
+    kw = {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "max_tokens": limit}
+    whole = _create(server, **kw).choices[0]
+    calls = whole.message.tool_calls or []
+    assert whole.finish_reason == "length" and not whole.message.content
+    assert all(c.function.name == "get_weather" for c in calls)
+    if limit >= 16:  # the name is written by then in every family's format
+        assert len(calls) == 1
+    chunks = [c for c in _create(server, stream=True, **kw) if c.choices]
+    streamed = "".join(d.function.arguments or "" for c in chunks for d in c.choices[0].delta.tool_calls or [])
+    names = [d.function.name for c in chunks for d in c.choices[0].delta.tool_calls or [] if d.function.name]
+    assert names == [c.function.name for c in calls] and streamed == "".join(c.function.arguments for c in calls)
