@@ -86,8 +86,9 @@ def _no_host(raw: str) -> str:
 Rule = tuple[Callable[[set, str], bool], Callable[[str], str]]
 _RULES: list[Rule] = [
     (lambda n, r: "ContextOverflowError" in n,
-     lambda r: "This conversation no longer fits in the model's context, so it cannot answer. Start a new "
-               "conversation (Ctrl+N) to go on."),
+     lambda r: "This conversation no longer fits in the model's context, so it cannot answer. Let it leave "
+               "out earlier messages (Conversation settings, When too long), or start a new conversation "
+               "(Ctrl+N) to go on."),
     (lambda n, r: bool(n & {"CapacityError", "AllSessionsBusyError"}),
      lambda r: "The model has no room for another conversation right now. Wait for a reply to finish, "
                "or stop one (Esc), and try again."),
