@@ -92,6 +92,9 @@ _RULES: list[Rule] = [
     (lambda n, r: bool(n & {"CapacityError", "AllSessionsBusyError"}),
      lambda r: "The model has no room for another conversation right now. Wait for a reply to finish, "
                "or stop one (Esc), and try again."),
+    (lambda n, r: "stopped mid-reply" in r or "connection lost mid-reply" in r,  # the latter: older rows
+     lambda r: "The server stopped in the middle of this reply (its connection closed). What arrived is "
+               "kept; Continue writes the rest once the server is back."),
     (lambda n, r: "ConnectionLostError" in n,
      lambda r: "The connection to the server dropped during this reply. What arrived is kept; Continue "
                "writes the rest."),
