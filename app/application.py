@@ -94,9 +94,7 @@ class ConfabApp(QObject):
         self.loader.progress.connect(w.set_progress)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._load_failed)
-        self.loader.draft_refused.connect(
-            lambda why: self.window.show_load_error("The draft model was not used; the model runs without it.", why,
-                                                    "Could not use the draft model"))
+        self.loader.draft_refused.connect(self._draft_refused)
         self.quick_chat.continue_requested.connect(self.continue_in_window)
         self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
@@ -228,6 +226,17 @@ class ConfabApp(QObject):
         dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
         dialog.local_server.show_state(*self.local_server.state())
         return dialog
+
+    def _draft_refused(self, why: str, file_failed: bool) -> None:
+        """Say why the draft model was not used. One whose file failed is not tried again at every
+        start: drafting is turned off in Settings (its path kept, to fix and turn on again; every
+        other setting as it was). One that only does not fit this model stays for the next."""
+        title = "The draft model was not used; the model runs without it."
+        if file_failed and self.settings.speculative and self.settings.draft_model and not self.config.draft_model:
+            self.settings = replace(self.settings, speculative=False)
+            save_settings(self.home, self.settings)
+            title += " Drafting is now off in Settings: fix the draft model there and turn it on again."
+        self.window.show_load_error(title, why, "Could not use the draft model")
 
     def edit_settings(self) -> None:
         dialog = self.settings_dialog()

@@ -86,11 +86,15 @@ def _no_host(raw: str) -> str:
 Rule = tuple[Callable[[set, str], bool], Callable[[str], str]]
 _RULES: list[Rule] = [
     (lambda n, r: "ContextOverflowError" in n,
-     lambda r: "This conversation no longer fits in the model's context, so it cannot answer. Start a new "
-               "conversation (Ctrl+N) to go on."),
+     lambda r: "This conversation no longer fits in the model's context, so it cannot answer. Let it leave "
+               "out earlier messages (Conversation settings, When too long), or start a new conversation "
+               "(Ctrl+N) to go on."),
     (lambda n, r: bool(n & {"CapacityError", "AllSessionsBusyError"}),
      lambda r: "The model has no room for another conversation right now. Wait for a reply to finish, "
                "or stop one (Esc), and try again."),
+    (lambda n, r: "stopped mid-reply" in r or "connection lost mid-reply" in r,  # the latter: older rows
+     lambda r: "The server stopped in the middle of this reply (its connection closed). What arrived is "
+               "kept; Continue writes the rest once the server is back."),
     (lambda n, r: "ConnectionLostError" in n,
      lambda r: "The connection to the server dropped during this reply. What arrived is kept; Continue "
                "writes the rest."),

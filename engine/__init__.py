@@ -23,7 +23,8 @@ from .cli.check import check_model
 from .reply.constraint import Constraint
 from .engine import Engine
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
-                     DownloadError, DownloadStopped, DraftModelError, EngineError, InvalidRequestError, ModelLoadError,
+                     DownloadError, DownloadStopped, DraftModelError, DraftModelFileError, EngineError,
+                     InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
 from .models.estimate import MemoryEstimate, estimate_memory
@@ -79,6 +80,7 @@ __all__ = [
     "InvalidRequestError",
     "ModelLoadError",
     "DraftModelError",
+    "DraftModelFileError",
     "NetworkError",
     "NoWeightsError",
     "NotOpenAIServerError",

@@ -21,7 +21,7 @@ from . import backends, capacity
 from .reply import toolcalls
 from .capacity import text_config
 from .reply.constraint import Constraint, Guides
-from .errors import DraftModelError, EngineError, InvalidRequestError, ModelLoadError
+from .errors import DraftModelError, DraftModelFileError, EngineError, InvalidRequestError, ModelLoadError
 from .models import ModelFolder, resolve
 from .models.sources import locate
 from .runner import Runner
@@ -345,9 +345,9 @@ def _load_draft(config: EngineConfig, backend, choice: str):
     try:
         kind, path, name = locate(config.draft_model)
     except ModelLoadError as e:
-        raise DraftModelError(f"the draft model: {e}") from None
+        raise DraftModelFileError(f"the draft model: {e}") from None
     if kind != "gguf":
-        raise DraftModelError(f"the draft model must be a .gguf file, not the folder {path.name}")
+        raise DraftModelFileError(f"the draft model must be a .gguf file, not the folder {path.name}")
     return DraftModel.load(path, name, backend, config)
 
 

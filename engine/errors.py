@@ -17,6 +17,11 @@ class DraftModelError(ModelLoadError):
     load without it (the app then does, and says why)."""
 
 
+class DraftModelFileError(DraftModelError):
+    """The draft model's file itself cannot be used (missing, not a GGUF, unreadable): unlike a
+    vocabulary that does not match this model, trying it again with any model fails the same way."""
+
+
 class CapacityError(EngineError):
     """Opening another session would exceed the engine's session capacity."""
 

@@ -21,6 +21,7 @@ from app.chat.message_body import MessageBody
 from app.chat.message_editor import EditPanel
 from app.chat.message_attachments import MessageFiles
 from app.chat.prefill_progress import PrefillProgress
+from app.chat.reply_end import context_full_advice, cut_by_context, cut_by_limit, status_note
 from app.store import Message
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
 from app.fitting import ElidedLabel, FlowLayout, WrapLabel
@@ -28,7 +29,6 @@ from app.mcp.blocks import ToolBlocks
 from app.error_line import ErrorLine
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
-STATUS_NOTES = {"cancelled": "Stopped", "interrupted": "Interrupted", "error": "Failed"}
 RENDER_INTERVAL_MS = 50
 """Streaming re-renders the last message at most this often (less often when rendering is slow)."""
 BOTTOM_SLACK_PX = 8
@@ -60,12 +60,15 @@ class Shown:
     attachments: tuple = ()  # the message's attached files (`Attachment` records)
     tool_calls: tuple = ()  # the reply's tool calls and results (`ToolCallRecord`s)
     notice: str = ""  # e.g. that earlier messages were left out to fit the context
+    prompt_tokens: Optional[int] = None
+    """Tokens the model read for the reply's last run (with `completion_tokens`: how full the context was)."""
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls, m.notice)
+                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls, m.notice,
+                   m.stats.prompt_tokens if m.stats else None)
 
     @property
     def thinking(self) -> bool:
@@ -74,21 +77,19 @@ class Shown:
 
     @property
     def cut_by_limit(self) -> bool:
-        return self.status == "complete" and self.finish_reason == "length"
+        return cut_by_limit(self)
+
+    @property
+    def cut_by_context(self) -> bool:
+        return cut_by_context(self)
 
     @property
     def can_continue(self) -> bool:
-        """A finished reply that did not end on its own: cut by the limit, stopped, interrupted."""
+        """A finished reply that did not end on its own: cut by a limit, stopped, interrupted. Cut by
+        a full context it can go on once the conversation leaves out earlier messages; until then a
+        Continue is refused and the reply stays as it was."""
         return (self.role == "assistant" and self.id is not None
-                and (self.cut_by_limit or self.status in ("cancelled", "interrupted")))
-
-
-def status_note(shown: Shown) -> str:
-    """The header's note on how a reply ended ("" when it completed or is still streaming)."""
-    if shown.cut_by_limit:
-        limit = f"{shown.completion_tokens:,}-token" if shown.completion_tokens else "token"
-        return f"Stopped at the {limit} limit"
-    return STATUS_NOTES.get(shown.status, "")  # why it failed: the error line under the header
+                and (self.cut_by_limit or self.cut_by_context or self.status in ("cancelled", "interrupted")))
 
 
 class MessageView(QFrame):
@@ -102,6 +103,8 @@ class MessageView(QFrame):
     """(message id, step): show the previous (-1) or next (+1) version of this message."""
     continue_clicked = Signal(int)
     """(message id): write more of this reply."""
+    settings_clicked = Signal()
+    """The conversation's settings (When too long), for a reply cut by a full context."""
 
     def __init__(self, shown: Shown, *, dark: bool = False, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -159,6 +162,10 @@ class MessageView(QFrame):
         self.setup_versions()
         self.continue_button = _small_button("Continue", "Continue reply", "Write more of this reply")
         self.continue_button.clicked.connect(self._continue)
+        self.too_long_button = _small_button("When too long…", "When the conversation is too long",
+                                             "Let this conversation leave out earlier messages when it no "
+                                             "longer fits the model's context (its settings)")
+        self.too_long_button.clicked.connect(self.settings_clicked)
         self.copy_button = _small_button("Copy", "Copy message", "Copy this message's text")
         self.copy_button.clicked.connect(self.copy_text)
         self.edit_button = _small_button("Edit", "Edit message", "Edit this message and send it again")
@@ -168,7 +175,7 @@ class MessageView(QFrame):
         self.buttons = QWidget()  # the buttons wrap onto a second line rather than pass the edge
         flow = FlowLayout(self.buttons, spacing=6)
         for w in (self.previous_button, self.version_label, self.next_button, self.continue_button,
-                  self.edit_button, self.regenerate_button, self.copy_button):
+                  self.too_long_button, self.edit_button, self.regenerate_button, self.copy_button):
             flow.addWidget(w)
         self.header = QHBoxLayout(spacing=6)
         self.header.addWidget(self.role_label, 0, Qt.AlignmentFlag.AlignTop)
@@ -260,6 +267,8 @@ class MessageView(QFrame):
         self.note_label.setVisible(bool(note))
         if shown.error and shown.status in ("error", "interrupted"):
             self.error_line.show_error(shown.error)
+        elif shown.cut_by_context:
+            self.error_line.show_text(context_full_advice(shown))
         else:
             self.error_line.clear()
         model = shown.model if shown.role == "assistant" and shown.model else ""
@@ -300,6 +309,7 @@ class MessageView(QFrame):
         self.regenerate_button.setEnabled(not self.busy)
         self.continue_button.setVisible(self.is_last_reply and self.shown.can_continue)
         self.continue_button.setEnabled(not self.busy)
+        self.too_long_button.setVisible(self.is_last_reply and self.shown.cut_by_context)
         several = self.shown.versions > 1 and self.shown.id is not None
         for w in (self.previous_button, self.version_label, self.next_button):
             w.setVisible(several)

@@ -100,6 +100,7 @@ class ChatPanel(QWidget):
         self.chat_view.edit_requested.connect(self.edit_and_resend)
         self.chat_view.version_requested.connect(self.show_version)
         self.chat_view.continue_requested.connect(self.continue_reply)
+        self.chat_view.settings_requested.connect(self.ask_settings)
 
     def setup_composer(self) -> None:
         self.composer = Composer()

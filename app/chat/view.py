@@ -30,6 +30,8 @@ class ChatView(QScrollArea):
     """(message id, step): show another version of a message (and the branch that follows it)."""
     continue_requested = Signal(int)
     """(message id): write more of the last reply."""
+    settings_requested = Signal()
+    """The conversation's settings: a reply cut by a full context offers its When too long policy."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -179,6 +181,7 @@ class ChatView(QScrollArea):
         view.edit_submitted.connect(self.edit_requested)
         view.version_requested.connect(self.version_requested)
         view.continue_clicked.connect(self.continue_requested)
+        view.settings_clicked.connect(self.settings_requested)
         self.column.insertWidget(self.column.count() - 1, view)
         self._views.append(view)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from app.store import Store
-from engine import AnyEngine, SamplingParams, truncation
+from app.store import CONTEXT_FULL, Store
+from engine import AnyEngine, Chunk, SamplingParams, truncation
 
 KEY = "context_policy"
 """Where a conversation keeps its policy: a key of its settings (`Conversation.sampling`)."""
@@ -42,3 +42,13 @@ def fit(engine: AnyEngine, store: Store, conversation_id: int, message_id: int, 
     if cut is not None:  # a continued reply keeps the notice of its first part
         store.set_notice(message_id, cut.note())
     return fitted
+
+
+def stored_reason(chunk: Chunk, limit: int) -> Optional[str]:
+    """The finish reason to store for the reply's last chunk: "length" becomes `CONTEXT_FULL` when
+    the prompt and the reply filled the model's context of `limit` tokens (0: unknown)."""
+    stats = chunk.stats
+    if chunk.finish_reason == "length" and limit and stats is not None \
+            and stats.prompt_tokens + stats.generated_tokens >= limit:
+        return CONTEXT_FULL
+    return chunk.finish_reason

@@ -14,11 +14,11 @@ from collections import OrderedDict
 from contextlib import closing
 from typing import Callable, Iterator, Optional
 
-from app.store import LEAF, Attachment, ReplyStats, ReplyWriter, Store
+from app.store import LEAF, Attachment, Message, ReplyStats, ReplyWriter, Store
 from engine import AnyEngine, Chunk, SamplingParams, Session
 from engine import CapacityError, ReplyInterruptedError
 
-from .context_policy import fit
+from .context_policy import fit, stored_reason
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
 from .states import StateCache
@@ -216,16 +216,29 @@ class ConversationManager:
         self._replying.add(conversation_id)
         extend = bool(history) and history[-1]["role"] == "assistant"
         token_ids = list(message.token_ids or ()) if extend else []
-        yield from self._stream(conversation_id, session, writer, history, params, token_ids, extend)
+        yield from self._stream(conversation_id, session, writer, history, params, token_ids, extend,
+                                before=message)
 
     def _stream(self, conversation_id: int, session: Session, writer: ReplyWriter, messages: list[dict],
                 params: Optional[SamplingParams], token_ids: list[int], extend: bool,
-                offer: Optional[ToolOffer] = None, step: int = 1, written: int = 0) -> Iterator[Chunk]:
+                offer: Optional[ToolOffer] = None, step: int = 1, written: int = 0,
+                before: Optional[Message] = None) -> Iterator[Chunk]:
         """Run one reply (or the rest of one) into `writer`, finishing the row however it ends.
         With `offer`, the step may call tools: the user reads the text around the calls, and the
         calls are stored with the reply (`written`: characters of it before this step), which
-        then finishes with reason "tool_calls"."""
+        then finishes with reason "tool_calls". `before`: the reply a Continue reopened; when the
+        continuation ends before its first chunk (refused: the context is full), the reply goes
+        back to how it was instead of becoming a failure."""
         produced = False
+
+        def end(finish: Callable[[], object]) -> None:
+            if writer.finished:
+                return
+            if before is not None and not produced:
+                writer.revert(before)
+            else:
+                finish()
+
         reader = CallReader(self.engine.tool_format) if offer is not None else None
         try:
             extra = {"continue_final": True} if extend else {}  # plain replies: the basic chat() call
@@ -250,29 +263,25 @@ class ConversationManager:
                     if chunk.finish_reason is not None:
                         status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
                         writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
-                                      finish_reason=chunk.finish_reason)
+                                      finish_reason=stored_reason(chunk, getattr(self.engine, "max_context", 0)))
                     yield chunk
         except CapacityError as e:
-            if not writer.finished:
-                writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)
+            end(lambda: writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids))
             if produced:
                 self._drop(conversation_id, session)
             # else refused before any compute with nothing left to suspend: the engine left the
             # session as it was, so it stays live for the next turn
             raise
         except GeneratorExit:  # the caller stopped reading: keep what was said
-            if not writer.finished:
-                writer.finish(self._stopped_status(), token_ids=token_ids, finish_reason="cancelled")
+            end(lambda: writer.finish(self._stopped_status(), token_ids=token_ids, finish_reason="cancelled"))
             _wait_until_idle(session)  # so the session can be suspended as soon as this returns
             raise
         except ReplyInterruptedError as e:  # e.g. a remote server's connection dropped: keep the text
-            if not writer.finished:
-                writer.finish("interrupted", token_ids=token_ids, error=str(e))
+            end(lambda: writer.finish("interrupted", token_ids=token_ids, error=str(e)))
             self._drop(conversation_id, session)
             raise
         except BaseException as e:
-            if not writer.finished:
-                writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids)
+            end(lambda: writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids))
             self._drop(conversation_id, session)  # a failed session is not reused; disk state is
             raise
         finally:

@@ -18,7 +18,7 @@ from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import AnyEngine, DraftModelError, EngineConfig, open_engine
+from engine import AnyEngine, DraftModelError, DraftModelFileError, EngineConfig, open_engine
 
 from app.bridge import GuiRoute
 
@@ -31,7 +31,8 @@ class ModelLoader(QObject):
     progress = Signal(float, str)
     loaded = Signal(object, str)
     failed = Signal(str, str)
-    draft_refused = Signal(str)
+    draft_refused = Signal(str, bool)
+    """(why, whether the draft model's file itself failed: then trying it again is useless)."""
 
     def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
         super().__init__(parent)
@@ -54,7 +55,7 @@ class ModelLoader(QObject):
                     engine = open_engine(source, config, report, api_key=api_key)
                 except DraftModelError as e:  # a draft model only speeds up: the model runs without it
                     log.warning("%s loads without its draft model: %s", source, e)
-                    self._route.post(self._draft_refused, generation, str(e))
+                    self._route.post(self._draft_refused, generation, str(e), isinstance(e, DraftModelFileError))
                     engine = open_engine(source, replace(config, draft_model=None), report, api_key=api_key)
             except Exception as e:  # ModelLoadError, RemoteError and anything unexpected alike: show it
                 log.warning("could not load %s: %s", source, e)
@@ -74,9 +75,9 @@ class ModelLoader(QObject):
             return
         self.loaded.emit(engine, source)
 
-    def _draft_refused(self, generation: int, message: str) -> None:
+    def _draft_refused(self, generation: int, message: str, file_failed: bool) -> None:
         if generation == self._generation:
-            self.draft_refused.emit(message)
+            self.draft_refused.emit(message, file_failed)
 
     def _failed(self, generation: int, source: str, message: str) -> None:
         if generation == self._generation:

@@ -21,7 +21,7 @@ from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyC
                      SchemaTooNewError, StoreError, StoreReadOnlyError)
 from .export import export_json, export_markdown, import_json
 from .paths import DB_NAME, HOME_ENV, data_dir, database_path, states_dir
-from .records import (FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
+from .records import (CONTEXT_FULL, FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
                       SearchHit)
 from .schema import SCHEMA_VERSION, schema_version
 from .states import SavedStates
@@ -31,6 +31,7 @@ from .tool_calls import TOOL_STATUSES, ToolCallRecord
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "CONTEXT_FULL",
     "Attachment",
     "DB_NAME",
     "FINAL_STATUSES",

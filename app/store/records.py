@@ -19,6 +19,10 @@ Status = Literal["complete", "streaming", "interrupted", "cancelled", "error"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 STATUSES: tuple[str, ...] = ("complete", "streaming", "interrupted", "cancelled", "error")
 FINAL_STATUSES: tuple[str, ...] = ("complete", "interrupted", "cancelled", "error")
+CONTEXT_FULL = "context"
+"""The finish reason kept for a reply cut because the conversation filled the model's context. The
+engine says "length" for both limits; a person needs to know which (a higher token limit cannot help
+a full context, leaving out earlier messages can)."""
 """Statuses a finished reply may end with (everything but `streaming`)."""
 
 
@@ -125,7 +129,8 @@ class Message:
     """Display name of the model that wrote this reply (None for typed messages and older replies)."""
     finish_reason: Optional[str] = None
     """Why a reply ended, as the engine said ("stop", "length", "cancelled"); "length" means it was
-    cut by the token limit and can be continued. None while streaming and for older replies."""
+    cut by the token limit and can be continued, `CONTEXT_FULL` ("context") that the context was full
+    when it stopped. None while streaming and for older replies."""
     version: int = 1
     """1-based index among its versions (siblings), in creation order."""
     versions: int = 1

@@ -169,6 +169,24 @@ class ReplyWriter:
         """Finish as `error` with a message to show, keeping the text so far."""
         return self.finish("error", token_ids=token_ids, error=error)
 
+    def revert(self, before: Message) -> Message:
+        """Put a reopened reply back as it was (`before`: its row before `resume`) when its
+        continuation ended before writing anything: a Continue refused for a full context, or
+        stopped at once, never turns a kept reply into a failure."""
+        self._check_open()
+        if self._pending or self._pending_reasoning or self.flushed_chars != len(before.content):
+            raise ReplyClosedError(f"Reply {self.message_id} has new text; finish it instead of reverting it.")
+        db = self._store.db
+        with db.atomic():
+            cursor = db.execute("update messages set status = :status, finish_reason = :reason, error = :error "
+                                "where id = :id and status = 'streaming'",
+                                {"status": before.status, "reason": before.finish_reason, "error": before.error,
+                                 "id": self.message_id})
+            if cursor.rowcount != 1:
+                raise ReplyClosedError(f"Reply {self.message_id} is no longer streaming.")
+        self.finished = True
+        return self._store.get_message(self.message_id)
+
     def _write(self, text: str, final: dict[str, Any]) -> None:
         db, now = self._store.db, self._store.clock()
         reasoning = "".join(self._pending_reasoning)

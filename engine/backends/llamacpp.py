@@ -40,7 +40,7 @@ from . import llamacpp_offload as offload_plan
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
 from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq,
-                               init_library)
+                               errors_said, init_library)
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .native import backends_in
@@ -104,6 +104,7 @@ class LlamaCppBackend:
         step on the GPU at all, for that reason); where llama.cpp cannot allocate them after all,
         with fewer, down to none: a model never fails to load for want of VRAM."""
         self._path = Path(path)
+        read_header(self._path)  # a file that is not GGUF, or cut short, is refused in words first
         self.kernel_path = kernel_check.plain(plain_why) if plain_why else kernel_check.choose_path(
             lc.llama_print_system_info().decode(errors="replace"), cpu_flags(), os.environ)
         self._cpu_why = cpu_why
@@ -150,9 +151,11 @@ class LlamaCppBackend:
         params = lc.llama_model_default_params()
         params.n_gpu_layers = offload.layers
         params.use_extra_bufts = self.kernel_path.extra_bufts
-        model = lc.llama_model_load_from_file(str(path).encode(), params)
+        with errors_said() as said:
+            model = lc.llama_model_load_from_file(str(path).encode(), params)
         if not model:
-            return f"llama.cpp could not load {path.name} (see its message above)"
+            why = "; ".join(said[-3:]) or "it gave no reason"
+            return f"llama.cpp could not load {path.name}: {why}"
         self.model = model
         self.weights_nbytes = int(lc.llama_model_size(model))
         self._n_vocab = int(lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(model)))

@@ -3,10 +3,12 @@ to Python's logging, and the small records a backend keeps (a session's sequence
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Iterator
 
 import llama_cpp as lc
 
@@ -38,10 +40,28 @@ placement's words. Filled by the log callback, which is set before the backends 
 _GPU_INIT = ("failed to initialize", "no CUDA-capable device", "driver version is insufficient", "No devices found")
 
 
+_said = threading.local()
+
+
+@contextlib.contextmanager
+def errors_said() -> Iterator[list[str]]:
+    """The error lines llama.cpp logs on this thread meanwhile: a failed load returns only NULL, and
+    its reason is in its log ("invalid magic characters", "unknown model architecture")."""
+    lines: list[str] = []
+    _said.lines = lines
+    try:
+        yield lines
+    finally:
+        _said.lines = None
+
+
 @lc.llama_log_callback
 def _log_callback(level: int, text: bytes, user_data) -> None:
     severity = _LOG_LEVELS.get(level, logging.DEBUG)
     line = text.decode(errors="replace").rstrip()
+    lines = getattr(_said, "lines", None)
+    if lines is not None and severity >= logging.ERROR and line:
+        lines.append(line)
     if any(sign in line for sign in _GPU_INIT) and line not in GPU_INIT_ERRORS:
         GPU_INIT_ERRORS.append(line)
     if log.isEnabledFor(severity):

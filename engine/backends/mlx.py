@@ -25,6 +25,7 @@ from mlx.utils import tree_flatten, tree_map
 from mlx_lm.models import cache as mlc
 
 from ..errors import ModelLoadError, StateFileError
+from ..models.missing_weights import check_complete
 
 _DTYPES = {"float32": mx.float32, "bfloat16": mx.bfloat16, "float16": mx.float16}
 
@@ -54,9 +55,12 @@ class MlxBackend:
         self._stream = mx.new_stream(mx.gpu if self.device == "metal" else mx.cpu)
         try:
             with mx.stream(self._stream):
-                model, loaded_config = load_model(Path(folder), lazy=False, model_config=_rope_compat(config))
+                model, loaded_config = load_model(Path(folder), lazy=False, model_config=_rope_compat(config),
+                                                  get_model_classes=_checked_classes(Path(folder).name))
                 _cast(model, _DTYPES[self.dtype], "quantization" in loaded_config or "quantization" in config)
                 mx.eval(model.parameters())
+        except ModelLoadError:
+            raise
         except Exception as e:
             raise ModelLoadError(f"could not load {Path(folder).name} with mlx-lm: {e}") from e
         self.model = model
@@ -184,6 +188,29 @@ class MlxBackend:
 
 def _is_float(a: object) -> bool:
     return isinstance(a, mx.array) and mx.issubdtype(a.dtype, mx.floating)
+
+
+def _checked_classes(folder_name: str):
+    """mlx-lm's model classes for a config, with a `load_weights` that first names the tensors the
+    files lack (mlx-lm refuses them too, but names only the first kind of mismatch it finds: a file
+    holding `foo.weight` alone read "Received 1 parameters not in model: foo.weight"). The weights
+    are compared by name as mlx-lm hands them over (sanitized): nothing is read twice."""
+    from mlx_lm.utils import _get_classes
+
+    def classes(config: dict):
+        model_class, args_class = _get_classes(config=config)
+
+        class Checked(model_class):
+            def load_weights(self, weights, strict: bool = True):
+                given = {name for name, _ in weights}
+                expected = set(tree_flatten(self.parameters(), destination={}))
+                check_complete(folder_name, expected - given, given - expected)
+                return super().load_weights(weights, strict=strict)
+
+        Checked.__name__ = Checked.__qualname__ = model_class.__name__
+        return Checked, args_class
+
+    return classes
 
 
 def _rope_compat(config: dict) -> dict:

@@ -22,6 +22,7 @@ import torch
 
 from ..errors import ModelLoadError, StateFileError
 from ..models.gguf_convert import gguf_source
+from ..models.missing_weights import check_complete
 from .torch_dtype import auto_device, choose_dtype
 from .torch_gguf import load_gguf_model, quantize_linears
 from .torch_threads import apply_threads
@@ -79,10 +80,13 @@ class TorchBackend:
                     model, self.quantized = load_gguf_model(
                         gguf_path, hf_config, self._torch_dtype, self.device, want_int4=self.quantize != "none")
                 else:
-                    model = AutoModelForCausalLM.from_pretrained(
+                    model, info = AutoModelForCausalLM.from_pretrained(
                         folder, config=hf_config, dtype=self._torch_dtype, trust_remote_code=False,
-                        local_files_only=True,
-                    ).to(self.device)
+                        local_files_only=True, output_loading_info=True,
+                    )
+                    # transformers fills missing tensors with random numbers: refuse instead
+                    check_complete(folder.name, info.get("missing_keys", ()), info.get("unexpected_keys", ()))
+                    model = model.to(self.device)
                 if self.quantize == "int4" and not self.quantized:
                     self.quantized = quantize_linears(model, self.device)
         except ModelLoadError:

@@ -23,7 +23,7 @@ import numpy as np
 
 import llama_cpp as lc
 
-from ..errors import CapacityError, DraftModelError, EngineError
+from ..errors import CapacityError, DraftModelError, DraftModelFileError, EngineError
 from .model_cost import RowCost
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class DraftModel:
         from ..backends.llamacpp import LlamaCppBackend
 
         if Path(path).suffix.lower() != ".gguf":
-            raise DraftModelError(f"the draft model must be a .gguf file (llama.cpp), not {Path(path).name}")
+            raise DraftModelFileError(f"the draft model must be a .gguf file (llama.cpp), not {Path(path).name}")
         # The same sessions as the main model, in a pool sized as the main model's default.
         backend = LlamaCppBackend("cpu" if target.device == "cpu" else "auto", "auto",
                                   dataclasses.replace(config, memory_budget=None))
@@ -65,7 +65,7 @@ class DraftModel:
             backend.load(path, {})
         except EngineError as e:
             backend.close()
-            raise DraftModelError(f"the draft model {name}: {e}") from None
+            raise DraftModelFileError(f"the draft model {name}: {e}") from None
         try:
             vocab = same_vocabulary(target.model, backend.model, name)
         except BaseException:

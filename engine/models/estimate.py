@@ -121,6 +121,9 @@ def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int, int]:
     file; cached per file version, since parsing a GGUF's tokenizer fields takes seconds."""
     import gguf
 
+    from .gguf_header import read_header
+
+    read_header(Path(path))  # a truncated file: refused in words (numpy's reshape error says nothing)
     try:
         reader = gguf.GGUFReader(path)
     except Exception as e:

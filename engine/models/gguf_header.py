@@ -42,7 +42,8 @@ class GgufHeader:
 
 def read_header(path: Path) -> GgufHeader:
     """Read `path`'s header; cached per file version. Raises ModelLoadError for a file that is not GGUF
-    or is cut short."""
+    or is cut short (an incomplete download: the message says so, with the bytes expected, where
+    numpy would only say that an array's size does not divide)."""
     path = Path(path)
     stat = path.stat()
     return _read(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
@@ -67,20 +68,35 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
                 if reader.last_count is not None:
                     lengths[key], reader.last_count = reader.last_count, None
             digest = hashlib.sha256(m[:reader.at]).hexdigest()[:16]
-            tensors = {}
+            tensors, data_end = {}, 0
             for _ in range(n_tensors):
                 name = reader.string()
                 dims = [reader.take("<Q") for _ in range(reader.take("<I"))]
                 kind = reader.take("<I")
-                reader.take("<Q")  # offset
+                offset = reader.take("<Q")
                 elements = 1
                 for d in dims:
                     elements *= d
                 block, nbytes = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
                 tensors[name] = elements // block * nbytes
-    except (ValueError, KeyError, struct.error, OSError) as e:
+                data_end = max(data_end, offset + tensors[name])
+            align = meta.get("general.alignment") or 32
+            expected = -(-reader.at // align) * align + data_end  # tensor data starts aligned after the header
+            if expected > size:
+                raise ModelLoadError(truncated(Path(path).name, size, expected))
+    except struct.error as e:  # the file ends inside its header
+        raise ModelLoadError(truncated(Path(path).name, size)) from e
+    except (ValueError, KeyError, OSError) as e:
         raise ModelLoadError(f"{Path(path).name} is not a readable GGUF file: {e}") from e
     return GgufHeader(meta, tensors, lengths, digest)
+
+
+def truncated(name: str, size: int, expected: int = 0) -> str:
+    """The message for a GGUF file cut short, in words a person can act on."""
+    numbers = (f"{size:,} bytes on disk, {expected:,} expected" if expected
+               else f"{size:,} bytes on disk, ending inside its header")
+    return (f"{name} is truncated ({numbers}): the file is incomplete, probably an interrupted download. "
+            "Download it again.")
 
 
 class _Cursor:

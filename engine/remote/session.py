@@ -157,7 +157,10 @@ class RemoteSession(SessionHandle):
                                  f"{error.message}")
         named = explain(error, self._engine.base_url)
         if began and not isinstance(named, ConnectionLostError) and _transport(error):
-            return ConnectionLostError(f"connection lost mid-reply: {named}")
+            # It was connected: "could not connect" (what `explain` says before a reply) would mislead.
+            cause = error.__cause__ if isinstance(error, openai.APIConnectionError) and error.__cause__ else error
+            return ConnectionLostError(f"the server at {host_of(self._engine.base_url)} stopped mid-reply: "
+                                       f"the connection closed before the reply finished ({cause})")
         return named
 
     def _end(self, out: queue.Queue, item) -> None:

@@ -40,8 +40,8 @@ REFUSED = "connection refused: nothing listens at 127.0.0.1:8799 (is the server 
     (ConnectionLostError("the connection to 127.0.0.1:8799 dropped"),
      "The connection to the server dropped during this reply. What arrived is kept; Continue writes the rest."),
     (ContextOverflowError("prompt of 5,000 tokens does not fit in 4,096"),
-     "This conversation no longer fits in the model's context, so it cannot answer. Start a new "
-     "conversation (Ctrl+N) to go on."),
+     "This conversation no longer fits in the model's context, so it cannot answer. Let it leave out "
+     "earlier messages (Conversation settings, When too long), or start a new conversation (Ctrl+N) to go on."),
     ("AuthenticationFailedError: 401 Unauthorized: 127.0.0.1:8317 refused the API key (check it)",
      "The server refused the API key: check it."),
     ("AuthenticationFailedError: 401 Unauthorized: 127.0.0.1:8317 refused the API key (none was given)",

@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from tests.app.gui_fixtures import accepting_settings_dialog  # noqa: E402
 
 from engine import EngineConfig  # noqa: E402
+from engine.errors import ModelLoadError  # noqa: E402
 from app.settings.app_settings import AppSettings, load_settings, save_settings  # noqa: E402
 from app.settings.dialog import SettingsDialog  # noqa: E402
 
@@ -92,3 +93,47 @@ def test_a_draft_model_that_cannot_draft_is_skipped_with_the_reason(qtbot, start
     box = confab.window.error_dialog
     assert box is not None and box.windowTitle() == "Could not use the draft model"
     assert "runs without it" in box.text() and "llama.cpp" in box.informativeText() + box.detailedText()
+
+
+def test_a_draft_model_file_that_fails_says_why_and_is_not_tried_again(qtbot, start, tmp_path):
+    """Issue 38 (6c): a bad draft model's message gives llama.cpp's own reason (not "see its message
+    above", which the user never sees), and drafting is turned off in Settings so the next start does
+    not try the same file again; the path and every other setting are kept."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"this is not a model" * 100)
+    settings = AppSettings(draft_model=str(junk), max_tokens=777, theme="dark")
+    confab = start("bundled:smollm2-135m-instruct", EngineConfig(backend="llamacpp", max_context=512, max_sessions=2),
+                   settings)
+    assert confab.window.state == "ready" and confab.engine.draft_model == ""
+    box = confab.window.error_dialog
+    assert box is not None and box.windowTitle() == "Could not use the draft model"
+    said = box.text() + box.informativeText() + box.detailedText()
+    assert "message above" not in said and "junk.gguf" in said and "GGUF" in said
+    assert "Drafting is now off in Settings" in box.text()
+    kept = load_settings(tmp_path / "home")
+    assert not kept.speculative and kept.draft_model == str(junk)  # not retried; the path is not lost
+    assert (kept.max_tokens, kept.theme) == (777, "dark")
+
+
+def test_the_reason_llama_cpp_logs_replaces_see_its_message_above(tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    from engine.backends.llamacpp import LlamaCppBackend
+
+    import gguf
+    import numpy as np
+
+    bad = tmp_path / "bad.gguf"  # a whole GGUF file, of an architecture llama.cpp does not know
+    writer = gguf.GGUFWriter(str(bad), "nope")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    backend = LlamaCppBackend("cpu", "auto", EngineConfig(backend="llamacpp", max_context=256))
+    with pytest.raises(ModelLoadError) as caught:
+        backend.load(bad, {})
+    backend.close()
+    said = str(caught.value)
+    assert "message above" not in said and said.startswith("llama.cpp could not load bad.gguf: ")
+    assert "nope" in said  # llama.cpp's own reason: the architecture it does not know
