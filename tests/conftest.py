@@ -110,8 +110,38 @@ def backend(request) -> str:
     return request.param
 
 
+SHUFFLE = "CONFAB_TEST_SHUFFLE"
+"""A seed: run the test files in a shuffled order, and each file's tests shuffled, to show that no
+test leans on another having run first (a file's tests stay together so its shared fixtures are
+built once, as in the usual order)."""
+
+
+def shuffled(items: list, seed: str) -> list:
+    """`items` with their files in a seeded random order and each file's tests shuffled."""
+    import random
+
+    rng = random.Random(seed)
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(str(item.fspath), []).append(item)
+    order = list(files)
+    rng.shuffle(order)
+    out = []
+    for name in order:
+        tests = files[name]
+        rng.shuffle(tests)
+        out += tests
+    return out
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """With TOKENIZER_ONLY set, tests that load the bundled model by name skip (it is not there)."""
+    """CONFAB_TEST_SHUFFLE (a seed) shuffles the order; with TOKENIZER_ONLY set, tests that load
+    the bundled model by name skip (it is not there)."""
+    if os.environ.get(SHUFFLE):
+        items[:] = shuffled(items, os.environ[SHUFFLE])
+        config.pluginmanager.get_plugin("terminalreporter").write_line(
+            f"{SHUFFLE}={os.environ[SHUFFLE]}: test files and their tests in a shuffled order")
     if not os.environ.get(TOKENIZER_ONLY):
         return
     import inspect
