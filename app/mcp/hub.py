@@ -10,7 +10,8 @@ A call never raises: a timeout, a crash (the server's process died), a refused c
 error result all come back as a failed `CallOutcome` whose text says what happened, for the user's
 block and for the model, and the conversation goes on. A server that timed out is stopped (its
 process killed) and starts again at the next call. What each server writes to stderr, and what the
-hub did with it, goes to `<home>/mcp-logs/<name>.log` (the settings page shows it).
+hub did with it, goes to `<home>/mcp-logs/<name>.log` (the settings page shows it); a stdio server
+that exits at start is reported with the last lines of its stderr, which usually say why.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 40_000
 """A longer result is cut (and says so): a tool can return far more than a context holds."""
 LOG_TAIL_CHARS = 20_000
+STDERR_LINES = 3
+"""How many of the last stderr lines of a server that exited at start go into the message."""
 START_TIMEOUT_S = 60.0
 """Longest a server may take to start and list its tools (npx may download it first)."""
 
@@ -61,6 +64,8 @@ class _Connection:
         self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # read even when nobody waits
         self.stop = asyncio.Event()
         self.closed = asyncio.Event()
+        self.log_start = 0
+        """Where this start's part of the log begins (the log keeps earlier starts too)."""
         self.task: Optional[asyncio.Task] = None
 
 
@@ -152,6 +157,23 @@ class McpHub:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         return self.log_dir / f"{safe}.log"
 
+    def _log_size(self, name: str) -> int:
+        try:
+            return self._log_path(name).stat().st_size
+        except OSError:
+            return 0
+
+    def _stderr_tail(self, conn: _Connection) -> str:
+        """The last lines the server wrote to stderr since this start (the hub's own notes left out)."""
+        try:
+            with self._log_path(conn.config.name).open("rb") as f:
+                f.seek(conn.log_start)
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("[confab ")]
+        return " / ".join(lines[-STDERR_LINES:])[-1000:]
+
     def _note(self, name: str, text: str) -> None:
         try:
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -171,6 +193,7 @@ class McpHub:
             if conn is not None:
                 await self._stop(name)
             conn = self._conns[name] = _Connection(config, self._loop)
+            conn.log_start = self._log_size(name)
             self._set(name, "starting")
             self._note(name, f"starting: {config.describe()}")
             conn.task = self._loop.create_task(self._run(conn))
@@ -203,6 +226,9 @@ class McpHub:
                 await conn.stop.wait()
         except BaseException as e:  # noqa: BLE001 (a server's failure must not end the thread)
             why = describe_error(e)
+            if not conn.ready.done() and _connection_lost(_innermost(e)):  # it exited: its stderr says why
+                tail = self._stderr_tail(conn) if not conn.config.url else ""
+                why = f"{name} exited at start: {tail}" if tail else why
             if not conn.stop.is_set():
                 self._set(name, f"stopped: {why}")
                 self._note(name, f"stopped: {why}")
@@ -320,9 +346,15 @@ def _connection_lost(error: BaseException) -> bool:
                               ConnectionError))
 
 
+def _innermost(error: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups, which anyio raises."""
+    while getattr(error, "exceptions", None):
+        error = error.exceptions[0]
+    return error
+
+
 def describe_error(error: BaseException) -> str:
     """One line for a failure, looking inside exception groups (anyio raises them)."""
-    while getattr(error, "exceptions", None):  # an (anyio) exception group
-        error = error.exceptions[0]
+    error = _innermost(error)
     text = str(error).strip()
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

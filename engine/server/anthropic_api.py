@@ -59,7 +59,7 @@ def register(app: FastAPI, host: EngineHost) -> None:
 
         lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
         reply = generation.Reply(pool, lease, stream, asked.stops, prompt_len)
-        shape = Shape("chat", engine.source, lease.key, None, shaped.tool_format, shaped.parallel)
+        shape = Shape("chat", body.model or engine.source, lease.key, None, shaped.tool_format, shaped.parallel)
         msg_id, model = anthropic_stream.message_id(), body.model or engine.source
         field, headers = truncation_fields(cut)
         if body.stream:

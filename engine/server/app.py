@@ -27,6 +27,7 @@ from .json_text import JSONResponse
 from .keep_alive import keep_alive
 from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .logprob_json import Tokens
+from .model_names import ModelNames
 from .responses import Shape, collect, events
 from .schemas import ChatCompletionRequest, CompletionRequest
 
@@ -45,6 +46,8 @@ class ServerSettings:
     """Web origins allowed to call from a browser; none unless asked."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     """Largest request body read; a larger one is answered 413 before it is read."""
+    model_names: ModelNames = ModelNames()
+    """Aliases of the served model, or any name at all; by default only the model's own names."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -54,6 +57,7 @@ class ServerSettings:
 def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) -> FastAPI:
     app = FastAPI(title="Confab local API", docs_url=None, redoc_url=None, openapi_url=None,
                   default_response_class=JSONResponse)
+    host.names = settings.model_names  # the host checks each request's model name
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     started = time.time()
@@ -86,12 +90,15 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     @app.get("/v1/models")
     async def models() -> dict:
         engine = host.pool().engine
-        return {"object": "list", "data": [{**_card(engine, started), "id": engine.source}]}
+        card = _card(engine, started)
+        aliases = [{**card, "id": name, "alias_of": engine.source} for name in host.names.aliases]
+        return {"object": "list", "data": [{**card, "id": engine.source}, *aliases]}
 
     @app.get("/v1/models/{model:path}")  # a model id may be a path
     async def model(model: str) -> dict:
-        host.check_model(model)  # 404 for any other model
-        return {**_card(host.pool().engine, started), "id": model}
+        engine = host.check_model(model).engine  # 404 for any other model
+        alias = {"alias_of": engine.source} if model in host.names.aliases else {}
+        return {**_card(engine, started), "id": model, **alias}
 
     @app.get("/v1/sessions")
     async def sessions(request: Request) -> dict:
@@ -162,7 +169,7 @@ async def _respond(kind: str, pool, body, begin, request: Request, logprobs: boo
     lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
     reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
     tokens = Tokens(pool.engine.tokenizer) if logprobs else None
-    shape = Shape(kind, pool.engine.source, lease.key, tokens, tool_format, parallel)
+    shape = Shape(kind, body.model or pool.engine.source, lease.key, tokens, tool_format, parallel)
     field, headers = truncation_fields(cut)
     shape.truncated = field["truncated"]
     if body.stream:

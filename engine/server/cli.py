@@ -9,6 +9,7 @@ from .. import Engine, EngineConfig
 from ..cli.options import add_gpu_layers
 from ..errors import EngineError
 from ..models import DEFAULT_MODEL
+from .model_names import ModelNames, parse_alias, unknown_targets
 from .runner import DEFAULT_PORT, LOOPBACK, UnsafeBindError, bound_port, check_bind, make_server
 
 
@@ -34,6 +35,13 @@ def add_parser(sub) -> None:
     serve.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="llama.cpp: a small .gguf of the same vocabulary that also guesses tokens for the "
                             "model to check (e.g. the 135M of a 1.7B's family)")
+    serve.add_argument("--model-alias", action="append", default=[], type=parse_alias, metavar="NAME=TARGET",
+                       help="accept model NAME as the served model TARGET (repeatable), for clients that send "
+                            "their own model names (e.g. claude-sonnet-4-5=bundled:smollm2-135m-instruct); "
+                            "/v1/models lists each alias after the served model")
+    serve.add_argument("--any-model-name", action="store_true",
+                       help="accept whatever model name a client sends (by default another name gets 404 "
+                            "naming the served model); replies echo the name asked for")
     add_gpu_layers(serve)
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
@@ -49,7 +57,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     keys = [k for k in args.api_key if k]
     settings = ServerSettings(api_key=keys[0] if keys else None, api_keys=tuple(keys[1:]),
-                              cors_origins=tuple(args.cors))
+                              cors_origins=tuple(args.cors),
+                              model_names=ModelNames(tuple(name for name, _ in args.model_alias),
+                                                     args.any_model_name))
     try:
         check_bind(args.host, settings.api_key)
     except UnsafeBindError as e:
@@ -64,6 +74,12 @@ def run_serve(args: argparse.Namespace) -> int:
     except EngineError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    wrong = unknown_targets(args.model_alias, engine)
+    if wrong:
+        engine.close()
+        print(f"error: --model-alias {', '.join(wrong)}: TARGET must name the served model, {engine.source!r}",
+              file=sys.stderr)
+        return 2
     host = EngineHost(engine)
     server = make_server(host, settings, args.host, args.port)
     _announce_when_started(server, args, engine)

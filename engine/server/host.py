@@ -7,11 +7,11 @@ headless command) loaded. While a model loads there is none, and requests get 50
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Optional
 
 from .. import Engine
 from .errors import no_model, not_found
+from .model_names import ModelNames
 from .pool import SessionPool
 
 
@@ -22,6 +22,8 @@ class EngineHost:
         """session_limit: most sessions the server holds on an engine (None: what the engine admits)."""
         self._lock = threading.Lock()
         self.session_limit = session_limit
+        self.names = ModelNames()
+        """Which names beyond the model's own a request may use; the server's settings set it."""
         self._pool: Optional[SessionPool] = None
         self._status = "no model is loaded"
         if engine is not None:
@@ -58,9 +60,9 @@ class EngineHost:
         return self.pool().engine.source
 
     def check_model(self, requested: Optional[str]) -> SessionPool:
-        """The pool, if `requested` names the loaded model (or is omitted); 404 otherwise."""
+        """The pool, if `requested` names the loaded model, an alias of it (or is omitted); 404 otherwise."""
         pool = self.pool()
-        if requested is None or requested in model_names(pool.engine):
+        if requested is None or self.names.accepts(requested, pool.engine):
             return pool
         raise not_found(f"model {requested!r} is not loaded; this server serves {pool.engine.source!r}",
                         "model_not_found")
@@ -78,14 +80,3 @@ class EngineHost:
         if pool is not None:
             pool.cancel_all()
 
-
-def model_names(engine: Engine) -> set[str]:
-    """Names a request may use for the loaded model: its source, its folder name and the file stem."""
-    source = engine.source
-    names = {source, engine.model.name}
-    if ":" in source and not Path(source).exists():
-        names.add(source.split(":", 1)[1])
-    else:
-        names.add(Path(source).name)
-        names.add(Path(source).stem)
-    return names

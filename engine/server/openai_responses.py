@@ -70,7 +70,8 @@ def install(app: FastAPI, host: EngineHost, unless_gone: Callable, store: Option
 
         lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
         reply = Reply(pool, lease, stream, [], prompt_len)
-        shape = Shape("chat", pool.engine.source, lease.key, None, shaped.tool_format, shaped.parallel)
+        model = body.model or pool.engine.source  # echoed as asked, as OpenAI does
+        shape = Shape("chat", model, lease.key, None, shaped.tool_format, shaped.parallel)
         field, headers = truncation_fields(cut)
         created = int(time.time())
 
@@ -79,7 +80,7 @@ def install(app: FastAPI, host: EngineHost, unless_gone: Callable, store: Option
                 "id": rid, "object": "response", "created_at": created, "status": status, "error": None,
                 "incomplete_details": None if complete else {"reason": "max_output_tokens"},
                 "instructions": body.instructions, "max_output_tokens": body.max_output_tokens,
-                "model": pool.engine.source, "output": json.loads(json.dumps(output)),
+                "model": model, "output": json.loads(json.dumps(output)),
                 "parallel_tool_calls": shaped.parallel, "previous_response_id": body.previous_response_id,
                 "reasoning": {"effort": body.reasoning.effort if body.reasoning else None, "summary": None},
                 "store": bool(body.store), "temperature": chat.temperature if chat.temperature is not None else 1.0,
