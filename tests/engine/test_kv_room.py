@@ -114,3 +114,29 @@ def test_a_prompt_that_cannot_fit_beside_running_turns_is_refused_with_the_numbe
     assert len(token_ids(c.generate(list(range(10, 110)), greedy(5)))) == 5  # c was not poisoned
     for s in (a, b, c):
         s.close()
+
+
+def test_idle_sessions_beside_a_running_turn_park_down_to_their_share(make_engine, tiny_models):
+    """Every step walks past the cells below the pool's top, so idle sessions do not keep more than
+    their share (kv_room.IDLE_FLOOR here) resident while a turn runs, even with the pool far from
+    full; the least recently used park first, and one parked continues with the tokens it would have had."""
+    from engine import kv_room
+
+    engine = make_engine(tiny_models["llama"], "llamacpp", max_context=512)
+    assert engine.capacity().pool_tokens >= 4 * 512  # room for every session below: none has to park
+    sessions = [engine.open_session() for _ in range(6)]
+    firsts = [token_ids(s.generate(list(range(10 + 7 * i, 110 + 7 * i)), greedy(100))) for i, s in enumerate(sessions)]
+    with engine.open_session() as running:
+        assert len(token_ids(running.generate(list(range(300, 320)), greedy(8)))) == 8
+    slots = [engine._worker.slots[s.id] for s in sessions]
+    parked = [slot.parked is not None for slot in slots]
+    assert engine._worker.room.parks == sum(parked) >= 3
+    assert parked == sorted(parked, reverse=True)  # the least recently used went first
+    assert sum(len(slot.fed) for slot in slots if slot.parked is None) <= kv_room.IDLE_FLOOR
+    more = sessions[0].tokens + [5, 6]
+    again = token_ids(sessions[0].generate(more, greedy(6)))
+    with make_engine(tiny_models["llama"], "llamacpp", max_context=512).open_session() as ref:
+        assert token_ids(ref.generate(list(range(10, 110)), greedy(100))) == firsts[0]
+        assert token_ids(ref.generate(more, greedy(6))) == again
+    for s in sessions:
+        s.close()
