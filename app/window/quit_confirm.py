@@ -18,11 +18,16 @@ def quit_question(replies: int) -> str:
     return f"{replies} replies are still being written — quit anyway?"
 
 
+def kept_note(replies: int) -> str:
+    """The line under the question, in the same number."""
+    return f"What {'it' if replies == 1 else 'they'} said so far is kept, marked as interrupted."
+
+
 def ask_quit(parent: Optional[QWidget], replies: int) -> tuple[bool, bool]:
     """Ask; returns (quit, stop asking from now on)."""
     box = QMessageBox(QMessageBox.Icon.Question, "Quit Confab?", quit_question(replies),
                       QMessageBox.StandardButton.Cancel, parent)
-    box.setInformativeText("What they said so far is kept, marked as interrupted.")
+    box.setInformativeText(kept_note(replies))
     quit_button = box.addButton("Quit", QMessageBox.ButtonRole.AcceptRole)
     quit_button.setAccessibleName("Quit anyway")
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)

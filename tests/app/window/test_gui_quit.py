@@ -9,7 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.window.quit_confirm import quit_question  # noqa: E402
+from app.window.quit_confirm import kept_note, quit_question  # noqa: E402
 from app.settings.app_settings import load_settings  # noqa: E402
 from engine import EngineConfig, SamplingParams  # noqa: E402
 
@@ -53,6 +53,9 @@ def answer(monkeypatch, go, stop_asking):
 def test_the_question_counts_the_replies():
     assert quit_question(2) == "2 replies are still being written — quit anyway?"
     assert quit_question(1) == "A reply is still being written — quit anyway?"
+    # the line under it agrees in number too (it said "What they said" of one reply)
+    assert kept_note(1) == "What it said so far is kept, marked as interrupted."
+    assert kept_note(3) == "What they said so far is kept, marked as interrupted."
 
 
 def test_quit_with_nothing_running_asks_nothing(confab, monkeypatch):
