@@ -57,6 +57,8 @@ class _Draft:
     counted: TokenCount = TokenCount(0, False)
     """Tokens of the whole file once read; of `attachment` once it is ready."""
     attachment: Optional[Attachment] = None
+    refusal: str = ""
+    """Why it could not be attached, in words (an empty file, a binary one, …); "" if it could."""
     """Set once it is ready to send (all of it, or the part that fits)."""
     shown_progress: float = -1.0
 
@@ -187,6 +189,7 @@ class AttachmentTray(QScrollArea):
 
     def _refused(self, draft: _Draft, reason: str) -> None:
         if draft in self.drafts:
+            draft.refusal = reason
             draft.chip.show_refused(reason)
             self._update()
 
@@ -267,7 +270,8 @@ class AttachmentTray(QScrollArea):
                 return (f"{d.path.name} does not fit in the model's context: press “Attach the first part” "
                         "on it, or remove it (×), then send again")
             if d.chip.state == "refused":
-                return f"{d.path.name} could not be read: remove it (×) to send without it"
+                why = d.refusal.rstrip(". ") or f"{d.path.name} could not be read"
+                return f"{why}. Remove it (×) to send without it"
         return None
 
     def take(self) -> tuple[Attachment, ...]:

@@ -79,7 +79,7 @@ def test_an_unreadable_file_is_not_dropped_silently_either(qtbot, window, tmp_pa
     _send(window, "What is in it?")
     qtbot.wait(300)
     assert window.current_id is None and window.composer.toPlainText() == "What is in it?"
-    assert "photo.bin" in window.notices.text and "×" in window.notices.text
+    assert "photo.bin is not a text file" in window.notices.text and "×" in window.notices.text
     chip.remove_button.click()  # the user lets it go: now the message goes without it
     window.composer.submit()
     _wait_reply(qtbot, window)
@@ -120,3 +120,15 @@ def test_each_files_count_is_the_same_on_the_chip_the_sent_message_and_after_a_r
         assert _count_on(chip_after.text()) == before
     finally:
         again.close()
+
+
+def test_an_empty_file_is_said_to_be_empty_when_the_message_waits(qtbot, window, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    (chip,) = _add(qtbot, window, empty)
+    assert chip.state == "refused"
+    _send(window, "Summarise it")
+    qtbot.wait(300)
+    notice = window.notices.text
+    assert "empty.txt is empty: there is no text to attach. Remove it (×)" in notice, notice
+    assert "could not be read" not in notice
