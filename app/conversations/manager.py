@@ -263,7 +263,7 @@ class ConversationManager:
                     if chunk.finish_reason is not None:
                         status = self._stopped_status() if chunk.finish_reason == "cancelled" else "complete"
                         writer.finish(status, token_ids=token_ids, stats=_stats(chunk),
-                                      finish_reason=stored_reason(chunk, getattr(self.engine, "max_context", 0)))
+                                      finish_reason=stored_reason(chunk, self.engine.max_context))
                     yield chunk
         except CapacityError as e:
             end(lambda: writer.fail(f"{type(e).__name__}: {e}", token_ids=token_ids))

@@ -19,11 +19,11 @@ Status = Literal["complete", "streaming", "interrupted", "cancelled", "error"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")
 STATUSES: tuple[str, ...] = ("complete", "streaming", "interrupted", "cancelled", "error")
 FINAL_STATUSES: tuple[str, ...] = ("complete", "interrupted", "cancelled", "error")
+"""Statuses a finished reply may end with (everything but `streaming`)."""
 CONTEXT_FULL = "context"
 """The finish reason kept for a reply cut because the conversation filled the model's context. The
 engine says "length" for both limits; a person needs to know which (a higher token limit cannot help
 a full context, leaving out earlier messages can)."""
-"""Statuses a finished reply may end with (everything but `streaming`)."""
 
 
 def check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
