@@ -9,7 +9,6 @@ out every `PING_S` seconds so clients and proxies do not take the quiet for a de
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from typing import AsyncIterator, Optional
@@ -19,6 +18,7 @@ from .anthropic_errors import body_of
 from .errors import APIError
 from .generation import Piece, Reply, Usage
 from .json_text import json_bytes
+from .keep_alive import keep_alive
 from .responses import Result, Shape, _Calls
 
 PING_S = 5.0
@@ -120,13 +120,18 @@ class _Blocks:
         return [event("content_block_stop", {"type": "content_block_stop", "index": self.index})]
 
 
-async def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len: int,
-                 extra: Optional[dict] = None) -> AsyncIterator[bytes]:
-    """SSE bytes of a streamed reply. A client that goes away closes the generator, and the reply
-    is cancelled at the next token (`reply.close()`). `extra`: fields for the message_start's
-    message (what the context policy cut: `truncated`)."""
-    pieces = reply.pieces().__aiter__()
-    waiting: Optional[asyncio.Future] = None
+def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len: int,
+           extra: Optional[dict] = None) -> AsyncIterator[bytes]:
+    """SSE bytes of a streamed reply, with a `ping` every PING_S seconds while nothing else goes out
+    (keep_alive). A client that goes away closes the generator, and the reply is cancelled at the
+    next token (`reply.close()`). `extra`: fields for the message_start's message (what the context
+    policy cut: `truncated`)."""
+    ping = event("ping", {"type": "ping"})
+    return keep_alive(_events(reply, shape, msg_id, model, prompt_len, extra), PING_S, ping)
+
+
+async def _events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len: int,
+                  extra: Optional[dict]) -> AsyncIterator[bytes]:
     try:
         yield event("message_start", {"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
@@ -135,15 +140,7 @@ async def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len
         yield event("ping", {"type": "ping"})
         blocks, splitter = _Blocks(), _Calls(shape)
         last: Optional[Piece] = None
-        while last is None or last.finish_reason is None:
-            waiting = asyncio.ensure_future(pieces.__anext__())
-            while not (await asyncio.wait({waiting}, timeout=PING_S))[0]:
-                yield event("ping", {"type": "ping"})
-            try:
-                last = waiting.result()
-            except StopAsyncIteration:
-                break
-            waiting = None
+        async for last in reply.pieces():
             out = blocks.thinking(last.reasoning) if last.reasoning else []
             text, calls = splitter.feed(last)
             if text:
@@ -165,6 +162,4 @@ async def events(reply: Reply, shape: Shape, msg_id: str, model: str, prompt_len
     except APIError as e:  # headers are sent: the error travels as an event, as Anthropic's API does
         yield error_event(e)
     finally:
-        if waiting is not None and not waiting.done():
-            waiting.cancel()
         reply.close()

@@ -4,7 +4,7 @@ idle timeouts keep the connection while a long prompt is read or a turn waits fo
 Why: chat/completions and Responses streams sent nothing for 52-58 s while a 2,500-token prompt was
 read, and 411 s for a turn waiting under pool pressure; clients with idle timeouts dropped them.
 SSE comment lines (starting with ':') are ignored by every SSE client (the openai SDK's decoder
-skips them). Anthropic Messages has its own `ping` event for this (anthropic_stream.py).
+skips them). Anthropic Messages beats with its own `ping` event (anthropic_stream.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ EVERY_S = 5.0
 BEAT = b": keep-alive\n\n"
 
 
-async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = None) -> AsyncIterator[bytes]:
-    """`source`'s chunks, with BEAT whenever `every_s` (EVERY_S) pass without one. Closing this
+async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = None,
+                     beat: bytes = BEAT) -> AsyncIterator[bytes]:
+    """`source`'s chunks, with `beat` whenever `every_s` (EVERY_S) pass without one. Closing this
     closes `source` (a client gone cancels the reply, as without the beats)."""
     every_s = every_s or EVERY_S
     chunks = source.__aiter__()
@@ -26,7 +27,7 @@ async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = No
         while True:
             waiting = asyncio.ensure_future(chunks.__anext__())
             while not (await asyncio.wait({waiting}, timeout=every_s))[0]:
-                yield BEAT
+                yield beat
             try:
                 chunk = waiting.result()
             except StopAsyncIteration:
