@@ -8,5 +8,5 @@ times one loaded engine; `library` is the plain library's loop on the same work;
 `context` and `contended` are the figures of one question each. The benches run in the calling
 (main) thread and reach the model only through `Engine` and `Session`, whose work runs on the
 engine's own thread. The server's and the remote engine's benches stay in their rooms
-(engine/server/bench.py, engine/remote/bench.py), beside what they measure.
+(engine/server/bench/, engine/remote/bench.py), beside what they measure.
 """

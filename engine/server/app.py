@@ -20,16 +20,18 @@ from fastapi.responses import StreamingResponse
 
 from ..errors import EngineError
 from ..reply.truncation import truncation_fields
-from . import anthropic_api, errors, fitting, generation, guard, openai_responses, route_common, structured
+from .anthropic import routes as anthropic_api
+from . import errors, fitting, generation, guard, route_common, structured
+from .responses import routes as openai_responses
 from .errors import APIError
 from .host import EngineHost
 from .json_text import JSONResponse
 from .keep_alive import keep_alive
 from .limits import DEFAULT_MAX_BODY, BodyLimit
-from .logprob_json import Tokens
+from .chat.logprobs import Tokens
 from .model_names import ModelNames
-from .responses import Shape, collect, events
-from .schemas import ChatCompletionRequest, CompletionRequest
+from .chat.replies import Shape, collect, events
+from .chat.schemas import ChatCompletionRequest, CompletionRequest
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

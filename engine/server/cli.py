@@ -49,7 +49,7 @@ def add_parser(sub) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     if args.bench:
-        from .bench import run_bench
+        from .bench.run import run_bench
 
         return run_bench(args)
     from .app import ServerSettings

@@ -11,7 +11,7 @@ from typing import Optional
 from .. import Constraint, Engine
 from ..errors import InvalidRequestError
 from .errors import bad_request
-from .schemas import ChatCompletionRequest
+from .chat.schemas import ChatCompletionRequest
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from engine import Engine, EngineConfig
-from engine.server import anthropic_stream
+from engine.server.anthropic import stream as anthropic_stream
 from engine.server.generation import Piece, Usage
-from engine.server.responses import Shape
+from engine.server.chat.replies import Shape
 from tests.engine.helpers import with_template
 from tests.server.helpers import http
 from tests.server.test_anthropic import ASK, _create, _stream

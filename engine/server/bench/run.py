@@ -6,9 +6,9 @@ in-process, and what a warm session saves, on one loaded model in one run.
 - p50 time to first token over HTTP minus in-process (a short prompt on a fresh session);
 - time to first token of a second turn on a ~2,000-token conversation: warm (named session) vs cold;
 - structured output: JSON-schema tok/s ÷ free tok/s at 1 and 8 clients, and time to a tool call's first
-  chunk (engine/server/bench_structured.py);
+  chunk (bench/structured.py);
 - the Responses API beside chat/completions, and a previous_response_id follow-up vs a stateless
-  resend (engine/server/bench_apis.py).
+  resend (bench/apis.py).
 
 The server runs on a background thread of this process, the clients on an asyncio loop in the main
 thread. Figures are printed, never asserted: the machine may be shared and noisy.
@@ -26,12 +26,12 @@ import time
 
 import httpx
 
-from .. import Engine, EngineConfig, SamplingParams
-from ..errors import EngineError
-from .app import ServerSettings
-from .generation import chat_prompt
-from .host import EngineHost
-from .runner import BackgroundServer
+from ... import Engine, EngineConfig, SamplingParams
+from ...errors import EngineError
+from ..app import ServerSettings
+from ..generation import chat_prompt
+from ..host import EngineHost
+from ..runner import BackgroundServer
 
 CLIENTS = 8
 TOKENS = 32
@@ -80,7 +80,7 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"in-process, {CLIENTS} sessions: {inproc:.1f} tok/s")
     http = asyncio.run(http_aggregate(server.url, messages))
     say(f"HTTP, {CLIENTS} streaming clients: {http:.1f} tok/s")
-    from ..remote.bench import remote_aggregate
+    from ...remote.bench import remote_aggregate
 
     remote = remote_aggregate(server.url, engine.source, messages, TOKENS)
     say(f"remote engine, {CLIENTS} conversations: {remote:.1f} tok/s")
@@ -89,7 +89,7 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"p50 time to first token: in-process {ttft_in * 1000:.1f} ms, HTTP {ttft_http * 1000:.1f} ms")
     warm, cold, tokens = asyncio.run(warm_vs_cold(server.url, engine))
     say(f"second turn on a {tokens}-token conversation: warm {warm:.3f} s, cold {cold:.3f} s")
-    from . import bench_structured
+    from . import structured as bench_structured
 
     structured = asyncio.run(bench_structured.measure(server.url, _stream))
     for clients in (1, 8):
@@ -97,7 +97,7 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"JSON schema / free tok/s: {structured['json_schema_vs_free_1']:.2f} (1 client), "
         f"{structured['json_schema_vs_free_8']:.2f} (8); grammar share of decode {structured['mask_share_1']:.2%} (1), "
         f"{structured['mask_share_8']:.2%} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
-    from . import bench_apis, bench_messages
+    from . import apis as bench_apis, messages as bench_messages
 
     apis = asyncio.run(bench_messages.measure(server.url, messages, TOKENS, _stream))
     say(f"Messages / chat tok/s: {apis['messages_vs_chat']:.2f}; p50 TTFT Messages {apis['ttft_messages_ms']:.1f} ms, "
@@ -262,7 +262,7 @@ def print_table(f: dict) -> None:
         ("process RSS, model loaded: server off / on (MiB)",
          f"{f['rss_server_off_mib']:.0f} / {f['rss_server_on_mib']:.0f}", ""),
     ]
-    from . import bench_apis
+    from . import apis as bench_apis
 
     rows += bench_apis.rows(f)
     width = max(len(r[0]) for r in rows)

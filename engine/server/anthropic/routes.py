@@ -16,13 +16,14 @@ from anyio import to_thread
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import StreamingResponse
 
-from ..reply.truncation import truncation_fields
-from . import anthropic_stream, fitting, generation, route_common, structured
-from .anthropic_errors import AnthropicErrors
-from .anthropic_schemas import CountTokensRequest, MessagesRequest, translate
-from .host import EngineHost
-from .json_text import JSONResponse
-from .responses import Shape, collect
+from ...reply.truncation import truncation_fields
+from . import stream as anthropic_stream
+from .. import fitting, generation, route_common, structured
+from .errors import AnthropicErrors
+from .schemas import CountTokensRequest, MessagesRequest, translate
+from ..host import EngineHost
+from ..json_text import JSONResponse
+from ..chat.replies import Shape, collect
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

@@ -7,12 +7,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Optional
 
-from ..reply.toolcalls import ToolCall, parse
-from ..reply.toolstream import CallDelta, CallStream, cut_reply
-from .errors import APIError
-from .generation import Piece, Reply, Usage
-from .json_text import json_bytes
-from .logprob_json import Tokens, chat_logprobs, completion_logprobs
+from ...reply.toolcalls import ToolCall, parse
+from ...reply.toolstream import CallDelta, CallStream, cut_reply
+from ..errors import APIError
+from ..generation import Piece, Reply, Usage
+from ..json_text import json_bytes
+from .logprobs import Tokens, chat_logprobs, completion_logprobs
 
 
 @dataclass

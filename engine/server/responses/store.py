@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional
 
-from .errors import not_found
+from ..errors import not_found
 
 SESSION_PREFIX = "response:"
 """Names of the pool sessions stored responses continue on."""

@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 
 import httpx
 
-from .. import Engine
+from ... import Engine
 
 CLIENTS = 8
 TOKENS = 32

@@ -13,13 +13,13 @@ import json
 import uuid
 from typing import AsyncIterator, Optional
 
-from ..reply.toolstream import CallDelta
-from .anthropic_errors import body_of
-from .errors import APIError
-from .generation import Piece, Reply, Usage
-from .json_text import json_bytes
-from .keep_alive import keep_alive
-from .responses import Result, Shape, _Calls
+from ...reply.toolstream import CallDelta
+from .errors import body_of
+from ..errors import APIError
+from ..generation import Piece, Reply, Usage
+from ..json_text import json_bytes
+from ..keep_alive import keep_alive
+from ..chat.replies import Result, Shape, _Calls
 
 PING_S = 5.0
 TOOL_ID_PREFIX = "toolu_"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional
 
-from .. import TokenLogprob
+from ... import TokenLogprob
 
 FLOOR = -9999.0
 """What OpenAI reports for a token with no probability left (JSON has no -inf)."""

@@ -1,8 +1,8 @@
 """OpenAI's Responses API on the local server: POST /v1/responses, GET and DELETE /v1/responses/{id}.
 
-A thin translation: the request becomes the internal chat request (`responses_schema.chat_request`),
+A thin translation: the request becomes the internal chat request (`schema.chat_request`),
 which runs exactly as /v1/chat/completions runs it (structured.plan, fitting, generation.start, the
-pool), and the reply comes back as output items (`responses_stream`). Stateless unless `store: true`;
+pool), and the reply comes back as output items (`stream`). Stateless unless `store: true`;
 a stored response continues, through `previous_response_id`, on its own named session, so a
 follow-up prefills only its new items (`usage.input_tokens_details.cached_tokens` says how many
 were reused).
@@ -19,17 +19,17 @@ from anyio import to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
-from ..reply.truncation import truncation_fields
-from . import fitting, generation, structured
-from .errors import APIError, bad_request
-from .generation import Reply, Usage
-from .host import EngineHost
-from .json_text import JSONResponse
-from .keep_alive import keep_alive
-from .responses import Shape, _Calls
-from .responses_schema import ResponsesRequest, chat_messages, chat_request, thinking
-from .responses_store import SESSION_PREFIX, ResponseStore, Stored
-from .responses_stream import OutputWriter, events, feed, new_id, usage_json
+from ...reply.truncation import truncation_fields
+from .. import fitting, generation, structured
+from ..errors import APIError, bad_request
+from ..generation import Reply, Usage
+from ..host import EngineHost
+from ..json_text import JSONResponse
+from ..keep_alive import keep_alive
+from ..chat.replies import Shape, _Calls
+from .schema import ResponsesRequest, chat_messages, chat_request, thinking
+from .store import SESSION_PREFIX, ResponseStore, Stored
+from .stream import OutputWriter, events, feed, new_id, usage_json
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

@@ -22,7 +22,7 @@ import time
 
 import httpx
 
-from .. import Constraint, Engine, SamplingParams
+from ... import Constraint, Engine, SamplingParams
 
 TOKENS = 48
 TRIALS = 3
