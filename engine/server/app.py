@@ -1,4 +1,5 @@
-"""The FastAPI application: routes, API key check and CORS, over an `EngineHost`.
+"""The FastAPI application: API key check, CORS, models and sessions, and each API's routes
+(chat/, anthropic/, responses/), over an `EngineHost`.
 
     host = EngineHost(engine)
     app = create_app(host, ServerSettings(api_key="secret"))
@@ -10,30 +11,23 @@ worker thread (`anyio.to_thread`), and tokens arrive through `Reply`'s pump thre
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional
 
 from anyio import to_thread
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import StreamingResponse
 
 from ..errors import EngineError
-from ..reply.truncation import truncation_fields
+from . import errors, guard, route_common
 from .anthropic import routes as anthropic_api
-from . import errors, fitting, generation, guard, route_common, structured
-from .responses import routes as openai_responses
+from .chat import routes as chat_routes
 from .errors import APIError
 from .host import EngineHost
 from .json_text import JSONResponse
-from .keep_alive import keep_alive
 from .limits import DEFAULT_MAX_BODY, BodyLimit
-from .chat.logprobs import Tokens
 from .model_names import ModelNames
-from .chat.replies import Shape, collect, events
-from .chat.schemas import ChatCompletionRequest, CompletionRequest
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+from .responses import routes as openai_responses
 
 
 @dataclass(frozen=True)
@@ -117,45 +111,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     for path, what in errors.UNSUPPORTED.items():
         app.add_api_route(path, errors.unsupported(what), methods=["GET", "POST"])
 
-    @app.post("/v1/chat/completions")
-    async def chat(body: ChatCompletionRequest, request: Request, x_session_id: Optional[str] = Header(default=None)):
-        session_id = route_common.session_id(body.session_id, x_session_id)
-        owner = request.state.owner
-        pool = host.check_model(body.model)
-        messages = body.engine_messages()
-        shaped = structured.plan(body, pool.engine)
-
-        def begin():
-            fitted, prompt, cut = fitting.fit_chat(pool.engine, messages, shaped.tools, body.context_policy,
-                                                   body.token_limit)
-            params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
-                             constraint=shaped.constraint, logprobs=shaped.logprobs)
-            lease, stream = generation.start(pool, session_id, owner, prompt,
-                                             lambda s: s.chat(fitted, params, tools=shaped.tools),
-                                             max_tokens=params.max_tokens)
-            return lease, stream, len(prompt), cut
-
-        return await _respond("chat", pool, body, begin, request, shaped.logprobs is not None,
-                              shaped.tool_format, shaped.parallel)
-
-    @app.post("/v1/completions")
-    async def completions(body: CompletionRequest, request: Request,
-                          x_session_id: Optional[str] = Header(default=None)):
-        session_id = route_common.session_id(body.session_id, x_session_id)
-        owner = request.state.owner
-        pool = host.check_model(body.model)
-
-        def begin():
-            prompt, cut = fitting.fit_prompt(pool.engine, generation.text_prompt(pool.engine, body.prompt),
-                                             body.context_policy, body.token_limit)
-            params = replace(generation.sampling(body, pool.engine, len(prompt), body.token_limit),
-                             logprobs=body.logprobs)
-            lease, stream = generation.start(pool, session_id, owner, prompt, lambda s: s.generate(prompt, params),
-                                             max_tokens=params.max_tokens)
-            return lease, stream, len(prompt), cut
-
-        return await _respond("completions", pool, body, begin, request, body.logprobs is not None)
-
+    chat_routes.register(app, host)
     anthropic_api.register(app, host)
     return app
 
@@ -164,28 +120,6 @@ def _authorization(request: Request) -> str:
     """The Authorization header, or Anthropic's `x-api-key` as the same bearer key."""
     key = request.headers.get("x-api-key")
     return request.headers.get("authorization") or (f"Bearer {key}" if key else "")
-
-
-async def _respond(kind: str, pool, body, begin, request: Request, logprobs: bool = False,
-                   tool_format: Optional[str] = None, parallel: bool = True):
-    lease, stream, prompt_len, cut = await to_thread.run_sync(begin)
-    reply = generation.Reply(pool, lease, stream, body.stops, prompt_len)
-    tokens = Tokens(pool.engine.tokenizer) if logprobs else None
-    shape = Shape(kind, body.model or pool.engine.source, lease.key, tokens, tool_format, parallel)
-    field, headers = truncation_fields(cut)
-    shape.truncated = field["truncated"]
-    if body.stream:
-        return StreamingResponse(keep_alive(events(reply, shape, body.include_usage)), media_type="text/event-stream",
-                                 headers={**SSE_HEADERS, **headers})
-    result = await route_common.unless_gone(collect(reply, shape), request, reply)
-    if result is None:  # the client hung up: nobody reads this, but the session is free again
-        return JSONResponse({}, status_code=499)
-    return JSONResponse(shape.whole(result), headers=headers)
-
-
-
-
-
 
 
 def _card(engine, started: float) -> dict:

@@ -13,6 +13,8 @@ import asyncio
 from typing import AsyncIterator, Optional
 
 EVERY_S = 5.0
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+"""Headers of every event stream: no caching, and no buffering by a proxy in front (nginx)."""
 BEAT = b": keep-alive\n\n"
 
 

@@ -10,8 +10,8 @@ from typing import Optional
 
 from .. import Constraint, Engine
 from ..errors import InvalidRequestError
-from .errors import bad_request
 from .chat.schemas import ChatCompletionRequest
+from .errors import bad_request
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ own error classes with the message.
 from __future__ import annotations
 
 import json
+
 from ..json_text import json_bytes
 
 PATH = "/v1/messages"

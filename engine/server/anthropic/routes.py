@@ -17,15 +17,14 @@ from fastapi import FastAPI, Header, Request
 from fastapi.responses import StreamingResponse
 
 from ...reply.truncation import truncation_fields
-from . import stream as anthropic_stream
 from .. import fitting, generation, route_common, structured
-from .errors import AnthropicErrors
-from .schemas import CountTokensRequest, MessagesRequest, translate
+from ..chat.replies import Shape, collect
 from ..host import EngineHost
 from ..json_text import JSONResponse
-from ..chat.replies import Shape, collect
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+from ..keep_alive import SSE_HEADERS
+from . import stream as anthropic_stream
+from .errors import AnthropicErrors
+from .schemas import CountTokensRequest, MessagesRequest, translate
 
 
 def register(app: FastAPI, host: EngineHost) -> None:

@@ -18,8 +18,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import bad_request
 from ..chat.schemas import ChatCompletionRequest
+from ..errors import bad_request
 
 MAX_STOP_SEQUENCES = 16
 

@@ -14,12 +14,12 @@ import uuid
 from typing import AsyncIterator, Optional
 
 from ...reply.toolstream import CallDelta
-from .errors import body_of
+from ..chat.replies import Result, Shape, _Calls
 from ..errors import APIError
 from ..generation import Piece, Reply, Usage
 from ..json_text import json_bytes
 from ..keep_alive import keep_alive
-from ..chat.replies import Result, Shape, _Calls
+from .errors import body_of
 
 PING_S = 5.0
 TOOL_ID_PREFIX = "toolu_"

@@ -97,7 +97,8 @@ def measure(engine: Engine, server: BackgroundServer, say) -> dict:
     say(f"JSON schema / free tok/s: {structured['json_schema_vs_free_1']:.2f} (1 client), "
         f"{structured['json_schema_vs_free_8']:.2f} (8); grammar share of decode {structured['mask_share_1']:.2%} (1), "
         f"{structured['mask_share_8']:.2%} (8); tool call TTFT {structured['tool_call_ttft_ms']:.0f} ms")
-    from . import apis as bench_apis, messages as bench_messages
+    from . import apis as bench_apis
+    from . import messages as bench_messages
 
     apis = asyncio.run(bench_messages.measure(server.url, messages, TOKENS, _stream))
     say(f"Messages / chat tok/s: {apis['messages_vs_chat']:.2f}; p50 TTFT Messages {apis['ttft_messages_ms']:.1f} ms, "

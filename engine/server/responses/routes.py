@@ -21,17 +21,15 @@ from fastapi.responses import StreamingResponse
 
 from ...reply.truncation import truncation_fields
 from .. import fitting, generation, structured
+from ..chat.replies import Shape, _Calls
 from ..errors import APIError, bad_request
 from ..generation import Reply, Usage
 from ..host import EngineHost
 from ..json_text import JSONResponse
-from ..keep_alive import keep_alive
-from ..chat.replies import Shape, _Calls
+from ..keep_alive import SSE_HEADERS, keep_alive
 from .schema import ResponsesRequest, chat_messages, chat_request, thinking
 from .store import SESSION_PREFIX, ResponseStore, Stored
 from .stream import OutputWriter, events, feed, new_id, usage_json
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def install(app: FastAPI, host: EngineHost, unless_gone: Callable, store: Optional[ResponseStore] = None) -> None:

@@ -13,8 +13,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import APIError, bad_request
 from ..chat.schemas import ChatCompletionRequest
+from ..errors import APIError, bad_request
 
 TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
 

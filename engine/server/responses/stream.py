@@ -13,10 +13,10 @@ import uuid
 from typing import AsyncIterator, Callable, Optional
 
 from ...reply.toolstream import CallDelta
+from ..chat.replies import Shape, _Calls
 from ..errors import APIError
 from ..generation import Piece, Reply, Usage
 from ..json_text import json_bytes
-from ..chat.replies import Shape, _Calls
 
 
 def new_id(prefix: str) -> str:
