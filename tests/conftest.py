@@ -161,3 +161,10 @@ def pytest_configure(config):
     # Quiet library chatter in test output; errors still surface.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Converted models (the bundled GGUF as a folder) live in the user cache, found through HOME. Tests
+    # that give the app an empty HOME would convert the bundled model again (20 s each): they share the
+    # real cache instead; a test about the cache itself sets CONFAB_CACHE to its own folder.
+    if "CONFAB_CACHE" not in os.environ:
+        from engine.models.sources import cache_dir
+
+        os.environ["CONFAB_CACHE"] = str(cache_dir())
