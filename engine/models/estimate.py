@@ -5,8 +5,7 @@
     e = estimate_memory("bundled:smollm2-135m-instruct", max_context=4096)
     print(e.weights_bytes, e.bytes_per_session)
 
-Only headers and metadata are read (safetensors headers, GGUF fields through the memory-mapped
-`gguf.GGUFReader`): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
+Only headers and metadata are read (safetensors headers, a GGUF's header): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
 machine's hardware computes in). The figures are those `Engine.capacity()`
 reports once the same source is loaded with the same dtype and max_context.
 """
@@ -14,12 +13,14 @@ reports once the same source is loaded with the same dtype and max_context.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Optional
 
 from .. import backends
-from ..capacity import DTYPE_BYTES, bytes_per_session
+from ..capacity import DTYPE_BYTES, bytes_per_session, model_context_limit
 from ..errors import ModelLoadError
 from .gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
 from .gguf_int4 import GROUP, INT4_TYPES
@@ -64,6 +65,24 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     if kind == "gguf":
         return _from_gguf(path, name, max_context, dtype)
     return replace(_from_folder(path, max_context, dtype), name=name)
+
+
+def trained_context(source: str) -> Optional[int]:
+    """The longest context `source` was trained for (a GGUF's `<arch>.context_length`, a folder's
+    `max_position_embeddings`), read before loading; None when the model does not say.
+    What `serve --context max` and the app's context choice go up to."""
+    kind, path, _ = locate(source)
+    if kind == "gguf":
+        from .gguf_header import read_header
+
+        meta = read_header(path).meta
+        limit = meta.get(f"{meta.get('general.architecture')}.context_length")
+        return int(limit) if isinstance(limit, int) and limit > 0 else None
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{path.name}: config.json could not be read: {e}") from e
+    return model_context_limit(config)
 
 
 def auto_dtype() -> str:

@@ -49,16 +49,6 @@ def gguf_source(tmp_path_factory) -> Callable[[Path], Path]:
 
 
 
-@pytest.fixture(scope="session")
-def tiny_q4_gguf(tmp_path_factory) -> Path:
-    """A tiny llama GGUF whose linear layers are 4-bit (Q4_0/Q4_1): the bundled model's formats at a
-    size that loads in a second (tests/engine/gguf_tiny.py); written once per test session."""
-    from engine.models.sources import bundled_gguf
-    from tests.engine.gguf_tiny import write_tiny_gguf
-
-    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", bundled_gguf("smollm2-135m-instruct"))
-
-
 @pytest.fixture
 def source_for(gguf_source) -> Callable[[Path, str], Path]:
     """source_for(folder, backend) -> what that backend loads for a tiny folder (llama.cpp: its GGUF)."""
