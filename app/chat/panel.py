@@ -15,7 +15,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
-from app.chat.message_view import Shown
+from app.chat.branch_replies import BranchReplies
 from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
@@ -30,7 +30,7 @@ UNTITLED = "New conversation"
 READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
 
 
-class ChatPanel(QWidget):
+class ChatPanel(BranchReplies, QWidget):
     """Shows `current_id`'s conversation and runs its replies through the bridge."""
 
     conversation_created = Signal(int)
@@ -264,58 +264,6 @@ class ChatPanel(QWidget):
         self.chat_view.begin_exchange(text, files, conversation_id)
         self.conversation_created.emit(conversation_id)
         self._start(Send(self.bridge, conversation_id, text, attachments=files))
-
-    def _can_restart(self) -> bool:
-        return self.current_id is not None and self.current_id not in self.bridge.replying()
-
-    def regenerate(self) -> None:
-        """Write a new version of the last reply; the old one is kept ("‹ 1/2")."""
-        if self._can_restart():
-            self.chat_view.begin_regenerate()  # the new version shows at once, empty
-            self._restart(Send.regenerate(self.bridge, self.current_id))
-
-    def edit_and_resend(self, message_id: int, text: str) -> None:
-        """Send a new version of one of the user's messages; the conversation continues from it
-        (the old version and what followed it are kept, as another branch)."""
-        if self._can_restart():
-            self.chat_view.begin_edit(message_id, text)
-            self._restart(Send.edit(self.bridge, self.current_id, message_id, text))
-
-    def continue_reply(self, message_id: int) -> None:
-        """Write more of the last reply (cut by the token limit, stopped or interrupted), in place."""
-        if self._can_restart():
-            views = self.chat_view.message_views()
-            so_far = (views[-1].shown.content, views[-1].shown.reasoning) if views else ("", "")
-            self.chat_view.begin_continue()
-            self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), *so_far)
-
-    def run_tool_step(self, conversation_id: int, message: Message) -> None:
-        """The reply `message` goes on after the results of its tool calls (app/mcp), in place."""
-        if conversation_id in self.bridge.replying():
-            return
-        if conversation_id == self.current_id:
-            for view in self.chat_view.message_views():  # its blocks show the results at once
-                if view.shown.id == message.id:
-                    view.show_message(Shown.of(message))
-            self.chat_view.begin_continue()
-        self._start(Send.tool_step(self.bridge, conversation_id, message.id), so_far=message.content,
-                    thought=message.reasoning)
-
-    def show_version(self, message_id: int, step: int) -> None:
-        """Show another version of a message and the branch that follows it."""
-        cid = self.current_id
-        if cid is None or cid in self.bridge.replying():
-            return
-        self.bridge.run(lambda store: (store.select_version(message_id, step), store.messages(cid))[1]).success(
-            lambda messages: self._show_messages(cid, self.title_label.text(), messages)).failure(self.error.emit)
-
-    def _restart(self, send: Send, so_far: str = "", thought: str = "") -> None:
-        """Start `send` (its new version is stored first), then show the branch it is on."""
-        cid = send.conversation_id
-        self._start(send, so_far=so_far, thought=thought)
-        # Queued behind the reply's first step on the store thread: shows the new branch.
-        self.bridge.run(lambda store: store.messages(cid)).success(
-            lambda messages: self._show_messages(cid, self.title_label.text(), messages))
 
     def _start(self, send: Send, so_far: str = "", thought: str = "") -> None:
         """Run `send`; the view already shows where its reply goes (begin_exchange, begin_*)."""
