@@ -187,6 +187,7 @@ class ConfabApp(QObject):
                               kernel.note if kernel is not None else "", getattr(engine, "draft_model", ""),
                               getattr(engine, "placement", ""), getattr(engine, "placement_reason", ""))
         self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
+        self.mcp.set_model(name)
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.context_limit = engine.max_context
