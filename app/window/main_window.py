@@ -201,6 +201,7 @@ class MainWindow(QMainWindow):
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
         self.figures.setAccessibleName("Conversations in memory and app memory")
+        self.stats_label.priority, self.model_label.priority, self.figures.priority = 3, 2, 1  # kept whole longest
         bar = self.statusBar()
         self.notices = StatusNotices(bar)
         """Notices beside the figures: elided to fit, the whole text in a tooltip."""
