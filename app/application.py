@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
 from app.mcp.room import McpRoom
+from app.models.names import display_name
 from app.models.connect_dialog import ConnectDialog
 from app.settings.conversation_settings import ConversationSettingsDialog
 from app.quick.macos import set_menubar_only
@@ -141,7 +142,7 @@ class ConfabApp(QObject):
         return replace(self.config, draft_model=None if parse_remote_source(source) else draft, gpu_layers=layers)
 
     def pick_model(self) -> None:
-        loaded = self.engine.model.name if self.engine is not None else ""
+        loaded = display_name(self.engine.model.name) if self.engine is not None else ""
         dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded,
                                    gpu_layers=self._gpu_layers.get(self.source, self.config.gpu_layers))
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
@@ -178,7 +179,7 @@ class ConfabApp(QObject):
         self._serve_api(engine)
         if old is not None:
             close_in_background(old)
-        name = engine.model.name
+        name = display_name(engine.model.name)
         precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
         kernel = getattr(engine, "kernel_check", None)  # llama.cpp's load-time check; None elsewhere
@@ -210,7 +211,7 @@ class ConfabApp(QObject):
             self.quick_chat.set_ready(False, "No model is loaded")
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
-            self.window.show_load_error(f"{title}. Still using {self.engine.model.name}.", message)
+            self.window.show_load_error(f"{title}. Still using {display_name(self.engine.model.name)}.", message)
 
     def _serve_api(self, engine: Optional[AnyEngine]) -> None:
         """The local API serves this process's own engine; while a server's model is in use it is

@@ -23,6 +23,7 @@ from app.chat.message_attachments import MessageFiles
 from app.chat.prefill_progress import PrefillProgress
 from app.chat.reply_end import context_full_advice, status_note
 from app.chat.shown import Shown
+from app.models.names import display_name
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
 from app.fitting import ElidedLabel, FlowLayout, WrapLabel
 from app.mcp.blocks import ToolBlocks
@@ -223,7 +224,7 @@ class MessageView(QFrame):
             self.error_line.show_text(context_full_advice(shown))
         else:
             self.error_line.clear()
-        model = shown.model if shown.role == "assistant" and shown.model else ""
+        model = display_name(shown.model) if shown.role == "assistant" and shown.model else ""
         self.model_label.setText(model)
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
