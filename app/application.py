@@ -16,6 +16,7 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.dialog_fit import DialogFit
 from app.mcp.room import McpRoom
 from app.models.names import display_name
 from app.models.connect_dialog import ConnectDialog
@@ -52,6 +53,8 @@ class ConfabApp(QObject):
         super().__init__()
         install_message_filter()
         self.qapp = qapp
+        self.dialog_fit = DialogFit(self)
+        qapp.installEventFilter(self.dialog_fit)  # every dialog whole, on its parent's screen
         self.home = home if home is not None else data_dir()
         self.config = config
         self.engine: Optional[AnyEngine] = None
@@ -354,6 +357,7 @@ class ConfabApp(QObject):
         if self._closed:
             return
         self._closed = True
+        self.qapp.removeEventFilter(self.dialog_fit)
         self.window.commit_pending_deletes()
         try:
             self.remember_window()
