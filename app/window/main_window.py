@@ -155,7 +155,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.quit_requested.emit, QKeySequence("Ctrl+Q"))
         edit_menu = bar.addMenu("&Edit")
-        edit_menu.addAction(self.undo_action)
+        edit_menu.addActions([self.undo_action, self.message_deletes.action])
         edit_menu.addSeparator()
         self._action(edit_menu, "&Find…", self.conversation_list.focus_search, QKeySequence("Ctrl+F"))
         self._action(edit_menu, "&Settings…", self.settings_requested.emit, QKeySequence("Ctrl+,"))

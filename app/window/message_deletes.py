@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction
 
 from app.bridge import Bridge
 from app.chat.panel import ChatPanel
@@ -32,6 +33,10 @@ class MessageDeletes(QObject):
         self.chat, self.bar, self.bridge = chat, bar, bridge
         self.pending: list[int] = []
         """Messages deleted this session, newest last (Undo in the bar takes back the newest)."""
+        self.action = QAction("Undo message &delete", self)
+        """Edit ▸ Undo message delete: the newest one back, after the bar has gone too."""
+        self.action.triggered.connect(lambda _checked=False: self.undo_last())
+        self.action.setEnabled(False)
         chat.chat_view.delete_requested.connect(self.delete)
         bar.undo.connect(self._undo)
 
@@ -44,8 +49,15 @@ class MessageDeletes(QObject):
         self.bridge.run(lambda store: store.delete_message(message_id)).success(
             lambda m: self._deleted(cid, m)).failure(self.chat.error.emit)
 
+    def undo_last(self) -> None:
+        """Bring back the newest message deleted (and still not final)."""
+        if self.pending:
+            self.bar.withdraw(("message", self.pending[-1]))
+            self._undo(("message", self.pending[-1]))
+
     def _deleted(self, conversation_id: int, message: Message) -> None:
         self.pending.append(message.id)
+        self.action.setEnabled(True)
         self.bar.show_message(f"Deleted {describe(message)}", ("message", message.id))
         self._refresh(conversation_id)
 
@@ -55,6 +67,7 @@ class MessageDeletes(QObject):
         message_id = token[1]
         if message_id in self.pending:
             self.pending.remove(message_id)
+        self.action.setEnabled(bool(self.pending))
         self.bridge.run(lambda store: store.restore_message(message_id)).success(
             lambda m: self._refresh(m.conversation_id)).failure(self.chat.error.emit)
 
@@ -68,6 +81,7 @@ class MessageDeletes(QObject):
         for message_id in self.pending:
             self.bar.withdraw(("message", message_id))
         self.pending.clear()
+        self.action.setEnabled(False)
         self.bridge.run(lambda store: store.purge_deleted())
 
 

@@ -54,12 +54,23 @@ def test_a_delete_is_final_at_quit_and_what_was_shown_stays(qtbot, window, bridg
     cid = window.chat.current_id
     with qtbot.waitSignal(window.message_deletes.changed, timeout=10_000):
         qtbot.mouseClick(_views(window)[0].delete_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(_views(window)) == 3, timeout=5_000)
+    window.undo_bar.flush()  # the bar's offer went: Edit ▸ Undo message delete still brings it back
+    assert window.message_deletes.action.isEnabled()
+    with qtbot.waitSignal(window.message_deletes.changed, timeout=10_000):
+        window.message_deletes.action.trigger()
+    qtbot.waitUntil(lambda: len(_views(window)) == 4, timeout=5_000)
+    with qtbot.waitSignal(window.message_deletes.changed, timeout=10_000):
+        qtbot.mouseClick(_views(window)[0].delete_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(_views(window)) == 3, timeout=5_000)
+    _send_and_wait(qtbot, window, "third")  # the model is sent the conversation without it
+    assert len(_views(window)) == 5 and _views(window)[-1].shown.status == "complete"
     window.commit_pending_deletes()
     counted = []
     bridge.run(lambda store: store.db.execute("select count(*) from messages where conversation_id = ?",
                                               [cid]).fetchone()[0]).success(counted.append)
     qtbot.waitUntil(lambda: bool(counted), timeout=10_000)
-    assert counted == [3]
+    assert counted == [5]
 
 
 def test_regenerate_an_earlier_reply_keeps_the_later_turns_as_a_branch(qtbot, window):  # noqa: F811
