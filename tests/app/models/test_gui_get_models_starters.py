@@ -35,3 +35,4 @@ def test_a_failed_search_keeps_the_starter_list(qtbot, monkeypatch):
     dialog.query.setText("")
     dialog.search()
     assert _listed(dialog) == starters and dialog.status.text() == get_models_dialog.STARTERS_TEXT
+    dialog.done(0)

@@ -11,6 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from engine import Capacity  # noqa: E402
 from tests.app.gui_fixtures import bridge, gui_engine, window  # noqa: E402,F401 (fixtures)
+from app.window.status_parts import PART_EXTRA, PartLabel, StatusParts  # noqa: E402
 from tests.app.layout_checks import MINIMUM  # noqa: E402
 
 
@@ -37,10 +38,16 @@ def test_the_speed_and_the_model_stay_whole_at_the_minimum_width(qtbot, window):
         qtbot.waitUntil(lambda: window.stats_label.compact_mode, timeout=5_000)
         qtbot.wait(50)
         assert window.stats_label.shown_text() == "20.2 tok/s"
-        assert window.model_label.shown_text() == "Qwen2.5-1.5B-Instruct-Q4_K_M"
-        elided = [label for label in (window.backend_label, window.figures, server.label)
-                  if label.shown_text().endswith("…")]
+        labels = [window.stats_label, window.model_label, window.figures, window.backend_label, server.label]
+        elided = [label for label in labels if label.shown_text().endswith("…")]
         assert elided and all(label.toolTip() for label in elided)
+        for label in elided:  # a part is cut only once every less useful part is down to its least
+            less = [o for o in labels if o.priority < label.priority]
+            assert all(o.width() <= PartLabel.MIN_WIDTH + 1 for o in less), (label.text(), [o.width() for o in less])
         assert window.backend_label in elided  # the least useful gives up its room first
+        needed = (StatusParts.SHORT_NOTICE_ROOM + PART_EXTRA * len(labels) + PartLabel.MIN_WIDTH * 3
+                  + sum(label.sizeHint().width() for label in labels[:2]))
+        if needed <= window.statusBar().width():  # room for both with this font: both whole
+            assert window.model_label.shown_text() == "Qwen2.5-1.5B-Instruct-Q4_K_M"
     finally:
         server.close()
