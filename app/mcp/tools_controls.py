@@ -9,6 +9,7 @@ not know why, so the window says it in words, with the way to fix it.
 
 from __future__ import annotations
 
+import html
 from typing import Callable, Optional
 
 from PySide6.QtCore import QEvent, Qt
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QToolButton, QWidget
 
 from app.chat.header import PromptBadge
 
+from .config_edit import set_require_call
 from .conversation_tools import ConversationTools
 
 SMALL_MODELS = ("smollm2-135m",)
@@ -112,7 +114,7 @@ class ToolsControls:
         self.button.show_state(active, configured)
         forced = self.tools.controller.require_call
         lazy = bool(self.model) and not calls_tools_unasked(self.model)
-        self.hint.setText(SMALL_MODEL_HINT.format(model=self.model))
+        self.hint.setText(SMALL_MODEL_HINT.format(model=html.escape(self.model)))
         self.hint.setVisible(bool(active) and lazy and not forced)
 
     def _clicked(self, checked: bool) -> None:
@@ -125,8 +127,6 @@ class ToolsControls:
 
     def _require(self) -> None:
         """The hint's link: turn the rule on (kept in mcp.json), or say why it could not be."""
-        from .config_edit import set_require_call
-
         try:
             self.tools.controller.change(lambda home: set_require_call(home, True))
         except (OSError, ValueError) as e:
