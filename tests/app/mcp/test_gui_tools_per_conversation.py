@@ -46,10 +46,15 @@ def test_tools_chosen_on_a_new_page_are_on_for_the_first_message(qtbot, window, 
         assert room.tools.used == ["notes"] and _shown(room.controls.badge)
         assert room.controls.badge.text() == "Tools: notes" and room.controls.button.isChecked()
         dialog.close()
+        asked = []  # what the conversation used when its first reply asked for tools
+        offer = bridge.tools_for
+        bridge.tools_for = lambda store, cid, step: (asked.append(store.conversation_servers(cid)),
+                                                     offer(store, cid, step))[1]
         with qtbot.waitSignal(window.chat.reply_finished, timeout=REPLY_TIMEOUT):
             qtbot.keyClicks(window.composer, "hello")
             qtbot.keyClick(window.composer, Qt.Key.Key_Return)
         cid = window.chat.current_id
+        assert asked and asked[0] == ["notes"]  # on for the first message, not from the second
         assert cid is not None and _servers(qtbot, bridge, cid) == ["notes"]
         qtbot.waitUntil(lambda: room.tools.used == ["notes"], timeout=10_000)
         assert _shown(room.controls.badge)
