@@ -25,6 +25,7 @@ from app.quick.macos import set_menubar_only
 from app.file_dialogs import use_home
 from app.quick.global_shortcut import GlobalShortcut
 from app.models.local_server import LocalServer
+from app.models.server_view import ServerView
 from app.window.main_window import MainWindow
 from app.models.loader import ModelLoader, close_in_background
 from app.models.picker import ModelPickerDialog
@@ -73,6 +74,8 @@ class ConfabApp(QObject):
         self.shortcut = GlobalShortcut(self)
         self.local_server = LocalServer(self.bridge.route, self)
         self.window.add_status_part(self.local_server.label)
+        self.server_view: Optional[ServerView] = None
+        """Model ▸ Local API server…: made when first opened."""
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
@@ -104,6 +107,7 @@ class ConfabApp(QObject):
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
         self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations(passive=True))
         self.local_server.failed.connect(w.show_error)
+        w.model_menu.addAction("Local API &server…", self.show_server_view)
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
@@ -265,6 +269,19 @@ class ConfabApp(QObject):
         if settings.quick_chat_shortcut != self.shortcut.shortcut or not self.shortcut.active:
             self.shortcut.set_shortcut(settings.quick_chat_shortcut)
         self.local_server.apply(settings.api_server, settings.api_port, settings.api_key)
+
+    def show_server_view(self) -> None:
+        """The local API's state, its switch and its live request log, in a window of its own."""
+        if self.server_view is None:
+            self.server_view = ServerView(self.local_server, self.set_serving, self.window)
+        self.server_view.show()
+        self.server_view.raise_()
+        self.server_view.activateWindow()
+
+    def set_serving(self, on: bool) -> None:
+        """Turn the local API on or off as Settings ▸ Local API server does (saved with the settings)."""
+        self.apply_settings(replace(self.settings, api_server=on))
+        save_settings(self.home, self.settings)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:
         self.bridge.run(lambda store: store.get_conversation(conversation_id)).success(self._show_conversation_settings)

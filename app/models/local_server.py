@@ -54,6 +54,8 @@ class LocalServer(QObject):
     """The address now served ("" when off)."""
     failed = Signal(str)
     """The server could not start (port in use…): the message to show."""
+    request_done = Signal(object)
+    """A request to the server ended: its `engine.server.RequestEntry` (the Server view lists them)."""
 
     def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
         super().__init__(parent)
@@ -68,6 +70,8 @@ class LocalServer(QObject):
         self._closed = False
         self.paused_for = ""
         """The server whose model the app uses while the local API is paused ("" when not paused)."""
+        self.requests = None
+        """The server's request log (`engine.server.RequestLog`), made when the server first starts."""
         self.address = ""
         self.problem = ""
         """Why the API is off although the settings ask for it ("" when it is not)."""
@@ -148,13 +152,17 @@ class LocalServer(QObject):
             self._route.post(self._fail, *port_taken(port))
             return
         try:
-            from engine.server import LOOPBACK, BackgroundServer, EngineHost, ServerSettings
+            from engine.server import LOOPBACK, BackgroundServer, EngineHost, RequestLog, ServerSettings
 
             with self._lock:
                 if self.host is None:
                     self.host = EngineHost()
                     self._point(self.host)
-            self._running = BackgroundServer(self.host, ServerSettings(api_key=key or None), LOOPBACK, port).start()
+            if self.requests is None:
+                self.requests = RequestLog()
+                self.requests.listen(lambda entry: self._route.post(self.request_done.emit, entry))
+            settings = ServerSettings(api_key=key or None, request_log=self.requests)
+            self._running = BackgroundServer(self.host, settings, LOOPBACK, port).start()
         except Exception as e:  # OSError (taken since the check) and anything unexpected: tell the user
             log.warning("the local API server did not start: %s", e)
             self._route.post(self._fail, *not_started(port, e))
@@ -162,6 +170,11 @@ class LocalServer(QObject):
         self._route.post(self._show, self._running.url)
 
     # -- back on the GUI thread --------------------------------------------------------------------
+    @property
+    def wanted(self) -> bool:
+        """The settings ask for the API (it may be starting, running, or off for a reason)."""
+        return self._wanted is not None
+
     def state(self) -> tuple[str, str, Optional[int]]:
         """(address served, "" when none; why it is off although asked for; a free port to offer)."""
         return self.address, self.problem, self.free_port

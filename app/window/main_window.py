@@ -163,7 +163,7 @@ class MainWindow(QMainWindow):
         self.stop_action = self._action(chat_menu, "&Stop reply", self.chat.stop, QKeySequence("Esc"))
         self._action(chat_menu, "&Regenerate last reply", self.chat.regenerate)
         self._action(chat_menu, "Conversation &settings…", self._ask_conversation_settings)
-        model_menu = bar.addMenu("&Model")
+        model_menu = self.model_menu = bar.addMenu("&Model")
         self.load_model_action = self._action(model_menu, "&Load model…", self.load_model_requested.emit)
         self.get_models_action = self._action(model_menu, "&Get models…", self.get_models_requested.emit)
         self.connect_action = self._action(model_menu, "&Connect to server…", self.connect_requested.emit)
