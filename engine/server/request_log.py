@@ -103,15 +103,24 @@ class RequestLog:
                 entry.seconds = time.perf_counter() - began
                 log._ended(entry)
 
+            length: Optional[int] = None
+            sent = 0
+
             async def watch(message):
+                nonlocal length, sent
                 if message["type"] == "http.response.start":
                     entry.status = message["status"]
                     headers = dict(message.get("headers") or [])
                     entry.streamed = headers.get(b"content-type", b"").startswith(b"text/event-stream")
-                elif message["type"] == "http.response.body":
-                    _read(entry, message.get("body", b""))
-                    if not message.get("more_body", False):
-                        end()  # before the last bytes leave: a client that has its answer finds it logged
+                    length = int(headers[b"content-length"]) if headers.get(b"content-length", b"").isdigit() else None
+                elif message["type"] == "http.response.body" and not logged:
+                    body = message.get("body", b"")
+                    _read(entry, body)
+                    sent += len(body)
+                    # Before the last bytes leave (a client with Content-Length has its answer once they
+                    # arrive, before any empty closing message): a client that has its answer finds it logged.
+                    if not message.get("more_body", False) or (length is not None and sent >= length):
+                        end()
                 await send(message)
 
             try:
