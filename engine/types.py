@@ -51,6 +51,10 @@ class EngineConfig:
     guesses each reply's next tokens, for the model to check in the same forward
     (engine/drafts/draft_model.py); a source as for Engine.load. None: lookup drafts only."""
 
+    share_prefixes: bool = True
+    """llama.cpp: a new turn whose prompt starts with tokens another live session holds shares those
+    cells instead of computing them again (engine/prefix_share.py); the same tokens either way."""
+
     gpu_layers: Optional[int] = None
     """llama.cpp: how many of the model's layers go on the GPU (its blocks from the last back, then the
     output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
@@ -67,7 +71,7 @@ class EngineConfig:
                 raise InvalidRequestError(
                     f"{name} must be an integer{' or None' if optional else ''}, not {value!r}"
                 )
-        for name in ("deterministic", "speculative"):
+        for name in ("deterministic", "speculative", "share_prefixes"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be True or False, not {getattr(self, name)!r}")
         if self.gpu_layers is not None and not (_is_int(self.gpu_layers) and self.gpu_layers >= 0):

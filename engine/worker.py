@@ -20,6 +20,7 @@ from .scheduler import RoundRobin
 from .handle import Failed
 from .steps import Job, Slot
 from .kv_room import Room
+from .prefix_share import common_prefix, take_shared_prefix
 from .together import Together
 from .types import Chunk, GenerationStats
 
@@ -127,7 +128,10 @@ class Worker:
         slot.state, slot.fed = None, []
 
     def held_tokens(self) -> int:
-        """Tokens every open session holds in its state now (a parked one holds none of the pool)."""
+        """Tokens every open session holds in its state now (a parked one holds none of the pool; a
+        prefix several share in llama.cpp's pool counts once)."""
+        if self.pool is not None:
+            return self.backend.held_tokens()
         return sum(len(slot.fed) for slot in list(self.slots.values()) if slot.parked is None)
 
     def _release(self, slot: Optional[Slot]) -> None:
@@ -184,12 +188,12 @@ class Worker:
             self._deliver_end(job, None, "cancelled")
             return
         if self.room is not None:
-            keep = min(_common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed))
+            keep = min(common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed))
             self.room.admit(slot, job, keep)
         job.sampler = make_sampler(job.params)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
-        common = _common_prefix(history, prompt)
+        common = common_prefix(history, prompt)
         # Reuse the longest resident prefix; always leave at least one prompt token to compute logits.
         keep = min(common, len(prompt) - 1, len(slot.fed))
         if keep < len(slot.fed):
@@ -198,6 +202,7 @@ class Worker:
             else:
                 self.drop_state(slot)
                 keep = 0
+        keep = take_shared_prefix(self, slot, prompt, keep)
         job.pending = prompt[keep:]
         session._tokens = tuple(prompt[:keep])
         slot.job = job
@@ -407,11 +412,3 @@ class Worker:
         self.backend.close()
         if self.room is not None:
             self.room.close()
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i

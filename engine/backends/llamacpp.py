@@ -267,10 +267,19 @@ class LlamaCppBackend:
         seq.n_past = 0
 
     def held_tokens(self, seq: Optional[Seq] = None) -> int:
-        """Tokens the pool holds: for `seq`, or for every sequence."""
+        """Tokens the pool holds: for `seq` (its positions, shared ones too), or for every sequence
+        (a prefix several sequences share counted once)."""
         if seq is not None:
             return seq.n_past
-        return sum(s.n_past for s in self._seqs.values())
+        return sum(s.n_past - self.cells.shared.shared(s.id) for s in self._seqs.values())
+
+    def share_prefix(self, donor: Seq, seq: Seq, n: int) -> bool:
+        """Give the empty `seq` the donor's first `n` positions (llamacpp_shared.py); False where the
+        pool's memory cannot share (recurrent or sliding-window state) or `seq` holds anything."""
+        if seq.n_past or not 0 < n <= donor.n_past or self._swa or not self.cells.share(donor.id, seq.id, n):
+            return False
+        seq.n_past = n
+        return True
 
     def compact(self) -> bool:
         """Clear the retired cells out (each sequence stays in position order), so a restored

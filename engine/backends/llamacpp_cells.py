@@ -39,6 +39,8 @@ from typing import Callable
 
 import llama_cpp as lc
 
+from .llamacpp_shared import SharedPrefixes
+
 log = logging.getLogger(__name__)
 
 RELAYOUT_MIN_RETIRED = 256
@@ -63,6 +65,8 @@ class CellOrder:
         self._last: tuple[int, int, int] = (-1, 0, 0)
         """(sequence id, first position, end position) of the cells at the very top: the latest
         step's last item, while nothing was placed or retired after it."""
+        self.shared = SharedPrefixes(mem)
+        """Which sequences hold another's prefix cells (llamacpp_shared.py); only where `ordered`."""
         self.retired = 0
         self.relayouts = 0
         """How many times the pool was laid out again (read by tests and the bench)."""
@@ -73,10 +77,25 @@ class CellOrder:
         self.top += n
         self._last = last
 
+    def share(self, donor: int, sharer: int, n: int) -> bool:
+        """Give the empty sequence `sharer` the donor's first `n` positions' cells (no compute, no new
+        cells); False where the memory is not attention cells alone."""
+        if not self.ordered:
+            return False
+        self.shared.share(donor, sharer, n)
+        self._last = (-1, 0, 0)  # the donor's topmost cells may be shared now: never freed outright
+        return True
+
     def give_up(self, seq_id: int, p0: int) -> bool:
         """Take positions `p0` onward from `seq_id` (all of it with 0); False where llama.cpp refused."""
         if not self.ordered:
             return bool(lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1))
+        given = self._give_up(seq_id, p0)
+        if given:
+            self.shared.given_up(seq_id, p0)
+        return given
+
+    def _give_up(self, seq_id: int, p0: int) -> bool:
         before = lc.llama_memory_seq_pos_max(self.mem, seq_id) + 1
         if before <= p0:
             return True
@@ -116,15 +135,19 @@ class CellOrder:
         if not self.retired:
             return False
         began = time.perf_counter()
-        saved = [(seq_id, read_sequence(self.ctx, seq_id)) for seq_id, held in live.items() if held]
+        saved = []
+        for seq_id in self.shared.order([seq_id for seq_id, held in live.items() if held]):
+            own = live[seq_id] - self.shared.detach(seq_id)  # a sharer is read without its donor's cells
+            saved.append((seq_id, read_sequence(self.ctx, seq_id) if own else None, own))
         lc.llama_memory_clear(self.mem, False)
         self.top = self.retired = 0
         self._last = (-1, 0, 0)
-        for seq_id, data in saved:
-            read = lc.llama_state_seq_set_data(self.ctx, data, len(data), seq_id)
-            if not read:  # cannot happen: the pool was just emptied and held these cells
+        for seq_id, data, own in saved:  # donors before their sharers, each sharer's own cells above its donor's
+            if data is not None and not lc.llama_state_seq_set_data(self.ctx, data, len(data), seq_id):
+                # cannot happen: the pool was just emptied and held these cells
                 raise RuntimeError(f"llama.cpp could not write sequence {seq_id} back while re-laying out its pool")
-            self.top += live[seq_id]
+            self.shared.attach(seq_id)
+            self.top += own
         self.relayouts += 1
         log.debug("llama.cpp pool laid out again: %d tokens of %d sequences in %.1f ms",
                   self.top, len(saved), (time.perf_counter() - began) * 1e3)

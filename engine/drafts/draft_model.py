@@ -19,11 +19,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
+import llama_cpp as lc
 import numpy as np
 
-import llama_cpp as lc
-
 from ..errors import CapacityError, DraftModelError, DraftModelFileError, EngineError
+from ..prefix_share import common_prefix
 from .model_cost import RowCost
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ class DraftModel:
                         return None
             entry = self._held[sid] = (seq, [])
         seq, held = entry
-        same = _common_prefix(held, context)
+        same = common_prefix(held, context)
         same = min(same, len(context) - 1)
         if same < len(held):
             if not self.backend.trim(seq, len(held) - same):
@@ -195,13 +195,3 @@ def same_vocabulary(model, draft, name: str) -> int:
                 f"the draft model {name} has another vocabulary: its token {token} is "
                 f"{b.decode(errors='replace')!r}, the model's is {a.decode(errors='replace')!r}")
     return min(n, m)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    if list(a[:n]) == list(b[:n]):  # the usual case, compared in C
-        return n
-    i = 0
-    while a[i] == b[i]:
-        i += 1
-    return i

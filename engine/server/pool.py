@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 
 from .. import Engine, Session
 from ..errors import CapacityError, EngineError
+from ..prefix_share import common_prefix
 from .errors import APIError, busy_session, capacity_full, not_found
 from .wait_estimate import Turn, WaitEstimate
 
@@ -156,7 +157,7 @@ class SessionPool:
         for lease in self._pooled.values():
             if lease.owner != owner or lease.leased or lease.session is None or lease.session.closed:
                 continue
-            shared = _common_prefix(lease.session.tokens, prompt)
+            shared = common_prefix(lease.session.tokens, prompt)
             if shared > best_len or (shared == best_len and best is not None and lease.last_used > best.last_used):
                 best, best_len = lease, shared
         return (best, best_len) if best is not None and best_len > 0 else None
@@ -254,11 +255,3 @@ def _close_quietly(session: Session) -> None:
         session.close()
     except EngineError:
         pass
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
