@@ -60,6 +60,13 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --vs-server: the model name to ask it for (default: the first it lists)")
     bench.add_argument("--prompt-tokens", default="1500,4000",
                        help="with --vs-server: comma-separated agent prompt lengths (tokens; default 1500,4000)")
+    bench.add_argument("--agents", action="store_true",
+                       help="llama.cpp: 8 agent sessions with one long system prompt, prefix sharing on and off "
+                            "(pool_ratio, warm_ttft_ratio, identical)")
+    bench.add_argument("--agent-prefix-tokens", type=int, default=3000,
+                       help="with --agents: the shared system prompt's length (default 3000)")
+    bench.add_argument("--agent-task-tokens", type=int, default=200,
+                       help="with --agents: each session's own task (default 200)")
 
     from .server.cli import add_parser as add_serve_parser
 

@@ -35,6 +35,16 @@ def run_bench(args: argparse.Namespace) -> int:
             return 1
         print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
         return 0
+    if getattr(args, "agents", False):
+        from .agents import agents_figures
+
+        try:
+            figures = agents_figures(args.model, say, max(counts), args.agent_prefix_tokens, args.agent_task_tokens)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
+        return 0
     args.tokens = args.tokens or 64
     if getattr(args, "vs_server", None):
         from .vs_server import vs_server

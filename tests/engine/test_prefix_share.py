@@ -99,3 +99,19 @@ def test_a_relayout_keeps_sharing_and_the_sharers_tokens(engines):
     ref_first = [t for c in ref_session.generate(prompt_ids(computing, SYSTEM + TASKS[1]), GREEDY) for t in c.token_ids]
     assert ref_first == first
     assert got == [t for c in ref_session.generate(follow, GREEDY) for t in c.token_ids]
+
+
+def test_bench_agents_reports_the_ratios(tiny_q4_gguf):
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "engine", "bench", "--agents", "--json", "--model", str(tiny_q4_gguf),
+                          "--sessions", "3", "--agent-prefix-tokens", "300", "--agent-task-tokens", "20"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    figures = json.loads(out.stdout)
+    assert {"pool_ratio", "warm_ttft_ratio", "restart_ttft_ratio"} <= set(figures)
+    assert figures["identical"] is True
+    assert figures["pool_ratio"] < figures["pool_ratio_without_sharing"]
+    assert figures["restart_ttft_ratio"] is None and "not cached on disk" in figures["restart_ttft_ratio_reason"]
