@@ -42,6 +42,8 @@ class Chunk:
     """Offset of the passage's first block in the document (in the page's text for `chunk_pages`)."""
     page: Optional[int] = None
     """1-based page of the passage's first block, for documents given as pages."""
+    last_page: Optional[int] = None
+    """The page of its last block (a passage may run onto the next page)."""
     tokens: int = 0
 
 
@@ -65,7 +67,9 @@ def _pack(blocks: list[tuple[Block, Optional[int]]], max_tokens: int, overlap: i
         if block.kind == "heading":
             packer.heading(block)
         else:
-            for piece in _pieces(block, packer.room_for_body(), count):
+            # a paragraph's pieces leave room for the overlap carried in front of them
+            room = packer.room_for_body() - (overlap if block.kind == "paragraph" else 0)
+            for piece in _pieces(block, room, count):
                 packer.add(piece, page)
     packer.flush()
     return packer.chunks
@@ -157,6 +161,7 @@ class _Packer:
         body = self._body(self.blocks)
         prefix = self._prefix()
         text = f"{prefix}\n\n{body}" if prefix else body
-        first, page = self.blocks[0]
-        self.chunks.append(Chunk(text, body, tuple(t for _, t in self.path), first.start, page, self.count(text)))
+        (first, page), last_page = self.blocks[0], self.blocks[-1][1]
+        self.chunks.append(Chunk(text, body, tuple(t for _, t in self.path), first.start, page, last_page,
+                                 self.count(text)))
         self.blocks, self.carried = [], 0
