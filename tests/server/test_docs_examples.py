@@ -33,8 +33,8 @@ def test_the_docs_have_the_examples_this_test_runs():
     assert ADDRESS in _blocks("python")[0]
 
 
-def test_python_examples_run_as_written(serve, bundled_engine):
-    server = serve(bundled_engine)
+def test_python_examples_run_as_written(serve, bundled_engine, embedder):
+    server = serve(bundled_engine, embedder=embedder)
     base = server.url.removesuffix("/v1")
     namespace: dict = {}
     for i, code in enumerate(_blocks("python")):
@@ -106,9 +106,9 @@ def test_structured_examples_end_within_their_token_limit_whatever_the_model_wri
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the examples use curl")
 @pytest.mark.parametrize("index", range(len([b for b in _blocks("bash", "sh") if "curl " in b])))
-def test_curl_examples_run_as_written(serve, bundled_engine, index):
+def test_curl_examples_run_as_written(serve, bundled_engine, embedder, index):
     code = [b for b in _blocks("bash", "sh") if "curl " in b][index]
-    server = serve(bundled_engine)
+    server = serve(bundled_engine, embedder=embedder)
     script = code.replace(ADDRESS, server.url.removesuffix("/v1")).replace("curl ", "curl -sS --fail-with-body ")
     done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -10,18 +10,12 @@ import numpy as np
 import openai
 import pytest
 
-from engine.embeddings import MAX_INPUTS, Embedder
+from engine.embeddings import MAX_INPUTS
 from engine.server import BackgroundServer, EngineHost, ServerSettings
 from tests.server.helpers import client, http
 
 MODEL = "bundled:all-minilm-l6-v2"
 SENTENCES = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome."]
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    with Embedder() as e:
-        yield e
 
 
 @pytest.fixture(scope="module")
