@@ -26,7 +26,8 @@ from .cli.check import check_model
 from .reply.constraint import Constraint
 from .engine import Engine
 from .embeddings import DEFAULT_EMBEDDING_MODEL, Embedder, EmbedderMemory, Embeddings
-from .retrieval import BM25, Chunk, Hit, chunk_pages, chunk_text, fuse, hybrid
+from .retrieval import BM25, Hit, chunk_pages, chunk_text, fuse, hybrid
+from .retrieval import Chunk as DocumentChunk  # engine.Chunk is a reply's piece of text
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
                      DownloadError, DownloadStopped, DraftModelError, DraftModelFileError, EngineError,
                      InvalidRequestError, ModelLoadError,
@@ -67,7 +68,7 @@ __all__ = [
     "EmbedderMemory",
     "Embeddings",
     "BM25",
-    "Chunk",
+    "DocumentChunk",
     "Hit",
     "chunk_pages",
     "chunk_text",
