@@ -140,10 +140,14 @@ class Embedder:
 
     # -- work --------------------------------------------------------------------------------------
     def load(self) -> None:
-        """Load the weights now on the embedder's thread (embed() does so on first use).
+        """Load the weights now on the embedder's thread (embed() does so on first use; after close(),
+        the next embed() loads them again).
 
         CapacityError, with the numbers, when free memory cannot hold the model and its largest batch;
         ModelLoadError when the weights do not load."""
+        self._loaded_runner()
+
+    def _loaded_runner(self) -> Runner:
         with self._lock:
             if self._runner is not None and self._runner.running:
                 runner = self._runner
@@ -153,6 +157,7 @@ class Embedder:
                 self._runner = runner
                 runner.start()
         runner.loaded.result()
+        return runner
 
     def _check_memory(self) -> None:
         free = self._available() if self._available is not None else _free_memory()
@@ -192,8 +197,7 @@ class Embedder:
             raise InvalidRequestError(f"{len(inputs)} inputs in one call; at most {MAX_INPUTS}: send them in "
                                       "several calls")
         ids, cut = self.tokenizer.prepare(inputs, truncate)
-        self.load()
-        runner = self._runner
+        runner = self._loaded_runner()  # this call's runner: a close() meanwhile fails its batches by name
         vectors = np.zeros((len(ids), self.dimensions), dtype=np.float32)
         done = 0
         for batch in batches([len(x) for x in ids]):

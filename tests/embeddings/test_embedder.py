@@ -121,3 +121,16 @@ def test_unknown_sources_refused_in_words(tmp_path):
         Embedder(str(tmp_path / "missing"))
     with pytest.raises(ModelLoadError, match="config.json"):
         Embedder(str(tmp_path))
+
+
+def test_closed_mid_call_fails_by_name_and_a_later_call_loads_again():
+    from engine.errors import EngineError
+
+    e = Embedder()
+    try:
+        with pytest.raises(EngineError, match="closed"):
+            e.embed([f"text {i}" for i in range(MAX_BATCH * 2)], progress=lambda done, total: e.close())
+        assert not e.loaded
+        assert e.embed(["again"]).vectors.shape == (1, 384) and e.loaded
+    finally:
+        e.close()
