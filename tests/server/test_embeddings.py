@@ -112,7 +112,8 @@ def test_models_list_the_chat_model_first_then_the_embedding_model(server, tiny_
     assert [m.id for m in listed] == [tiny_engine.source, MODEL]
     entry = listed[1].model_dump()
     assert entry["type"] == "embedding" and entry["embedding"]["dimensions"] == 384
-    assert entry["embedding"]["max_input_tokens"] == 256
+    assert entry["embedding"]["max_input_tokens"] == 256 and entry["embedding"]["backend"] == "torch"
+    assert 80 * 2**20 < entry["embedding"]["weights_bytes"] < 100 * 2**20  # counted, loaded or not
     assert api.models.retrieve(MODEL).id == MODEL
 
 

@@ -68,6 +68,8 @@ def _encode(vector: np.ndarray, encoding: str):
 
 def card(embedder: Embedder, created: int) -> dict:
     """The embedding model's /v1/models entry: an OpenAI model object saying what it is."""
+    memory = embedder.memory
     return {"id": embedder.source, "object": "model", "created": created, "owned_by": "confab",
             "type": "embedding", "embedding": {"dimensions": embedder.dimensions, "max_input_tokens": embedder.window,
-                                               "loaded": embedder.loaded}}
+                                               "loaded": embedder.loaded, "backend": embedder.backend,
+                                               "weights_bytes": memory.weights, "working_bytes": memory.working}}
