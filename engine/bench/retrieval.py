@@ -73,7 +73,7 @@ def retrieval_figures(source: str = DEFAULT_EMBEDDING_MODEL, say: Callable[..., 
         tokens = sum(c.tokens for c in chunks)
         return {
             "model": embedder.source,
-            "backend": "torch",
+            "backend": embedder.backend,
             "device": embedder_device(embedder),
             "cpu": cpu_name(),
             "questions": len(QUESTIONS),
