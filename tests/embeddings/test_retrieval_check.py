@@ -35,3 +35,20 @@ def test_recall_counts_the_phrase_in_the_first_k():
     late = [[0, 0, 0, w] for w in where]  # each answer fourth: within 5, not first (unless chunk 0 holds it)
     got = retrieval.recall(late, chunks)
     assert got["recall@5"] == 1.0 and got["recall@1"] < 0.1
+
+
+def test_the_command_prints_the_figures_as_json(monkeypatch, capsys):
+    import json
+
+    from engine.__main__ import main
+
+    whole = retrieval.corpus
+    monkeypatch.setattr(retrieval, "corpus", lambda count, *a: whole(count, *a)[:12])  # a few topics: quick
+    assert main(["bench", "--retrieval", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["chunks"] == 12 and figures["questions"] == len(QUESTIONS)
+    assert figures["model"] == "bundled:all-minilm-l6-v2" and figures["backend"] == "torch"
+    assert figures["chunks_per_s"] > 0 and figures["chunk_max_tokens"] == 256
+    for ranking in ("vector", "bm25", "hybrid"):
+        assert set(figures[ranking]) == {"recall@1", "recall@5"}
+        assert 0 <= figures[ranking]["recall@1"] <= figures[ranking]["recall@5"] <= 1
