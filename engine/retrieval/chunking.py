@@ -77,27 +77,37 @@ def _pack(blocks: list[tuple[Block, Optional[int]]], max_tokens: int, overlap: i
 
 def _pieces(block: Block, limit: int, count: Count) -> list[Block]:
     """The block itself when it fits in a chunk; else cut: a paragraph at sentence ends (words if a
-    sentence is too long), a code block or table at line ends."""
+    sentence is too long), a code block or table at line ends; a unit longer than a chunk (a word
+    with no spaces, a minified line) in slices, so that nothing is dropped and every chunk fits."""
     if count(block.text) <= limit:
         return [block]
     if block.kind == "paragraph":
-        units = [u for u in _SENTENCE.split(block.text) if u]
-        joiner = " "
+        units, joiner = [u for u in _SENTENCE.split(block.text) if u], " "
         if any(count(u) > limit for u in units):
-            units, joiner = block.text.split(), " "
-            return _group(block, units, joiner, limit, count, by_words=True)
+            units = block.text.split()
     else:
         units, joiner = block.text.split("\n"), "\n"
+    units = [part for unit in units for part in _fit(unit, limit, count)]
     return _group(block, units, joiner, limit, count)
 
 
-def _group(block: Block, units: list[str], joiner: str, limit: int, count: Count, by_words: bool = False) -> list[Block]:
+def _fit(unit: str, limit: int, count: Count) -> list[str]:
+    """`unit` alone when it fits; else slices of it, as long as fit."""
+    if count(unit) <= limit:
+        return [unit]
+    size = max(limit, 1)
+    while size > 1 and any(count(unit[i:i + size]) > limit for i in range(0, len(unit), size)):
+        size //= 2
+    return [unit[i:i + size] for i in range(0, len(unit), size)]
+
+
+def _group(block: Block, units: list[str], joiner: str, limit: int, count: Count) -> list[Block]:
     pieces, current = [], []
     for unit in units:
         if current and count(joiner.join([*current, unit])) > limit:
             pieces.append(joiner.join(current))
             current = []
-        current.append(unit if not by_words or count(unit) <= limit else unit[:limit])
+        current.append(unit)
     if current:
         pieces.append(joiner.join(current))
     return [Block(block.kind, p, block.start + max(block.text.find(p[:40]), 0)) for p in pieces]

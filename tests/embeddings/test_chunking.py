@@ -116,3 +116,23 @@ def test_bad_budgets_refused(max_tokens, overlap):
 def test_empty_and_blank_text_give_no_chunks():
     assert chunk_text("") == [] and chunk_text("\n\n   \n") == []
     assert estimate_tokens("one two three") == 4
+
+
+def test_a_word_or_line_longer_than_a_chunk_is_sliced_not_dropped():
+    blob = "".join(chr(ord("a") + (i * 7) % 26) for i in range(5000))  # no spaces: one "word"
+    count = lambda text: len(text) // 4 + 1  # noqa: E731 - a counter in which long words cost tokens
+    for text in (f"Before. {blob} after.", f"```\n{blob}\nshort line\n```"):
+        chunks = chunk_text(text, max_tokens=64, overlap=0, count=count)
+        assert all(c.tokens <= 64 for c in chunks)
+        assert blob in "".join(c.body.replace("\n", "").replace("```", "").replace(" ", "") for c in chunks)
+
+
+def test_vectors_of_the_same_inputs_are_byte_identical_across_loads():
+    from engine.embeddings import Embedder
+
+    texts = ["a passage to index", "another, longer passage to index in the same batch"]
+    with Embedder() as first:
+        a = first.embed(texts).vectors
+    with Embedder() as second:
+        b = second.embed(texts).vectors
+    assert a.tobytes() == b.tobytes()  # a stored vector and a re-embedded one compare exactly
