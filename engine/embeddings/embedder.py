@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -155,6 +156,8 @@ class Embedder:
                 self._check_memory()
                 runner = Runner(f"confab-embedder-{id(self):x}", self._load_worker)
                 self._runner = runner
+                # a dropped embedder stops its thread, and the weights go (as a dropped Engine's do)
+                weakref.finalize(self, runner.stop).atexit = False
                 runner.start()
         runner.loaded.result()
         return runner

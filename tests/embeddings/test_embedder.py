@@ -134,3 +134,15 @@ def test_closed_mid_call_fails_by_name_and_a_later_call_loads_again():
         assert e.embed(["again"]).vectors.shape == (1, 384) and e.loaded
     finally:
         e.close()
+
+
+def test_a_dropped_embedder_stops_its_thread():
+    import gc
+
+    e = Embedder()
+    e.embed(["x"])
+    thread = e._runner.thread
+    del e
+    gc.collect()
+    thread.join(30)
+    assert not thread.is_alive()
