@@ -16,7 +16,9 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.dialog_fit import DialogFit
 from app.mcp.room import McpRoom
+from app.models.names import display_name
 from app.models.connect_dialog import ConnectDialog
 from app.settings.conversation_settings import ConversationSettingsDialog
 from app.quick.macos import set_menubar_only
@@ -51,6 +53,8 @@ class ConfabApp(QObject):
         super().__init__()
         install_message_filter()
         self.qapp = qapp
+        self.dialog_fit = DialogFit(self)
+        qapp.installEventFilter(self.dialog_fit)  # every dialog whole, on its parent's screen
         self.home = home if home is not None else data_dir()
         self.config = config
         self.engine: Optional[AnyEngine] = None
@@ -141,7 +145,7 @@ class ConfabApp(QObject):
         return replace(self.config, draft_model=None if parse_remote_source(source) else draft, gpu_layers=layers)
 
     def pick_model(self) -> None:
-        loaded = self.engine.model.name if self.engine is not None else ""
+        loaded = display_name(self.engine.model.name) if self.engine is not None else ""
         dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded,
                                    gpu_layers=self._gpu_layers.get(self.source, self.config.gpu_layers))
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
@@ -178,7 +182,7 @@ class ConfabApp(QObject):
         self._serve_api(engine)
         if old is not None:
             close_in_background(old)
-        name = engine.model.name
+        name = display_name(engine.model.name)
         precision = engine.dtype + (" · 4-bit weights" if engine.quantized else "")
         reason = engine.dtype_reason + (f"\nWeights: {engine.quantized}" if engine.quantized else "")
         kernel = getattr(engine, "kernel_check", None)  # llama.cpp's load-time check; None elsewhere
@@ -187,6 +191,7 @@ class ConfabApp(QObject):
                               kernel.note if kernel is not None else "", getattr(engine, "draft_model", ""),
                               getattr(engine, "placement", ""), getattr(engine, "placement_reason", ""))
         self.window.chat.think_switch.set_supported(getattr(engine, "thinking_switch", False))
+        self.mcp.set_model(name)
         self.window.set_state("ready", "Model ready")  # its name is beside it, in the figures
         self.window.load_model_action.setEnabled(True)
         self.quick_chat.context_limit = engine.max_context
@@ -209,7 +214,7 @@ class ConfabApp(QObject):
             self.quick_chat.set_ready(False, "No model is loaded")
         else:  # the previous model stays loaded and usable
             self.window.set_state("ready", "")
-            self.window.show_load_error(f"{title}. Still using {self.engine.model.name}.", message)
+            self.window.show_load_error(f"{title}. Still using {display_name(self.engine.model.name)}.", message)
 
     def _serve_api(self, engine: Optional[AnyEngine]) -> None:
         """The local API serves this process's own engine; while a server's model is in use it is
@@ -352,6 +357,7 @@ class ConfabApp(QObject):
         if self._closed:
             return
         self._closed = True
+        self.qapp.removeEventFilter(self.dialog_fit)
         self.window.commit_pending_deletes()
         try:
             self.remember_window()

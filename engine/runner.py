@@ -16,6 +16,7 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Callable, Optional
 
+from . import memory_trim
 from .errors import EngineError, ModelLoadError
 
 if TYPE_CHECKING:
@@ -115,7 +116,15 @@ class Runner:
             self._end()
 
     def _serve(self, worker: "Worker") -> None:
-        while self._drain(worker, block=not worker.busy):
+        worked = False
+        while True:
+            idle = not worker.busy
+            if idle and worked:  # a busy spell ended: what its replies freed goes back to the system
+                memory_trim.give_back_freed_memory()
+                worked = False
+            if not self._drain(worker, block=idle):
+                return
+            worked = worked or worker.busy
             try:
                 worker.step_round()
             except Exception as e:  # outside any one forward: fail what was running, keep serving

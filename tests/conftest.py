@@ -105,6 +105,16 @@ def tiny_sliding_models(tmp_path_factory, tokenizer_folder) -> dict[str, Path]:
     return {b: _build_tiny(kind, root / kind, tokenizer_folder, seed=7) for b, kind in kinds.items()}
 
 
+@pytest.fixture(scope="session")
+def tiny_q4_gguf(tmp_path_factory) -> Path:
+    """A tiny llama GGUF whose linear layers are 4-bit (Q4_0/Q4_1): the bundled model's formats at a
+    size that loads in a second (tests/engine/gguf_tiny.py); written once per test session."""
+    from engine.models.sources import bundled_gguf
+    from tests.engine.gguf_tiny import write_tiny_gguf
+
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", bundled_gguf("smollm2-135m-instruct"))
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     return request.param
@@ -161,3 +171,10 @@ def pytest_configure(config):
     # Quiet library chatter in test output; errors still surface.
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # Converted models (the bundled GGUF as a folder) live in the user cache, found through HOME. Tests
+    # that give the app an empty HOME would convert the bundled model again (20 s each): they share the
+    # real cache instead; a test about the cache itself sets CONFAB_CACHE to its own folder.
+    if "CONFAB_CACHE" not in os.environ:
+        from engine.models.sources import cache_dir
+
+        os.environ["CONFAB_CACHE"] = str(cache_dir())

@@ -113,13 +113,14 @@ class Send:
         self._reasoning: list[str] = []  # store thread only
 
     @classmethod
-    def regenerate(cls, bridge: "Bridge", conversation_id: int,
+    def regenerate(cls, bridge: "Bridge", conversation_id: int, message_id: Optional[int] = None,
                    params: Optional[SamplingParams] = None) -> "Send":
-        """A new answer to the last user message shown: a new version of the last reply, which is
-        kept (the message then shows "‹ 2/2 ›")."""
+        """A new answer to the user message reply `message_id` answered (None: the last user message
+        shown): a new version of that reply, which is kept with what followed it (the message then
+        shows "‹ 2/2 ›"; the old branch is one step back)."""
         send = cls(bridge, conversation_id, None, params)
         send._open = lambda manager, p: manager.reply(
-            conversation_id, None, p, parent_id=_last_user(manager.store, conversation_id))
+            conversation_id, None, p, parent_id=_answered(manager.store, conversation_id, message_id))
         return send
 
     @classmethod
@@ -336,6 +337,16 @@ class Bridge:
             self._manager.close()
         if self._store is not None:
             self._store.close()
+
+
+def _answered(store: Store, conversation_id: int, message_id: Optional[int]) -> int:
+    """The user message to answer again: the one reply `message_id` answered, else the last one."""
+    if message_id is None:
+        return _last_user(store, conversation_id)
+    reply = store.get_message(message_id)
+    if reply.role != "assistant" or reply.conversation_id != conversation_id or reply.parent_id is None:
+        raise ValueError("only a reply to one of your messages can be written again")
+    return reply.parent_id
 
 
 def _last_user(store: Store, conversation_id: int) -> int:

@@ -8,10 +8,10 @@ Split from `view` (the chat view), which arranges these in a scrolling column an
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QMimeData, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
@@ -21,8 +21,9 @@ from app.chat.message_body import MessageBody
 from app.chat.message_editor import EditPanel
 from app.chat.message_attachments import MessageFiles
 from app.chat.prefill_progress import PrefillProgress
-from app.chat.reply_end import context_full_advice, cut_by_context, cut_by_limit, status_note
-from app.store import Message
+from app.chat.reply_end import context_full_advice, status_note
+from app.chat.shown import Shown
+from app.models.names import display_name
 from app.chat.thinking_block import ThinkingBlock, ThinkingClock
 from app.fitting import ElidedLabel, FlowLayout, WrapLabel
 from app.mcp.blocks import ToolBlocks
@@ -38,65 +39,14 @@ EXTERNAL_SCHEMES = ("http", "https", "mailto")
 DEFAULT_EMPTY_TEXT = "<p style='font-size: large;'>Start a conversation</p><p>Type a message below.</p>"
 
 
-@dataclass(frozen=True)
-class Shown:
-    """What one MessageView shows; a message not yet in the store has id None."""
-
-    id: Optional[int]
-    role: str
-    content: str
-    status: str
-    error: Optional[str] = None
-    model: Optional[str] = None
-    """Name of the model that wrote a reply (None: unknown, or a typed message)."""
-    finish_reason: Optional[str] = None
-    completion_tokens: Optional[int] = None
-    """Tokens of the reply's last run: the limit it stopped at when `finish_reason` is "length"."""
-    version: int = 1
-    versions: int = 1
-    reasoning: str = ""
-    """What a thinking model wrote before its answer (`content`), shown apart and collapsed."""
-    reasoning_s: Optional[float] = None
-    attachments: tuple = ()  # the message's attached files (`Attachment` records)
-    tool_calls: tuple = ()  # the reply's tool calls and results (`ToolCallRecord`s)
-    notice: str = ""  # e.g. that earlier messages were left out to fit the context
-    prompt_tokens: Optional[int] = None
-    """Tokens the model read for the reply's last run (with `completion_tokens`: how full the context was)."""
-
-    @classmethod
-    def of(cls, m: Message) -> "Shown":
-        return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
-                   m.stats.completion_tokens if m.stats else None, m.version, m.versions,
-                   m.reasoning, m.reasoning_s, m.attachments, m.tool_calls, m.notice,
-                   m.stats.prompt_tokens if m.stats else None)
-
-    @property
-    def thinking(self) -> bool:
-        """Still thinking: streaming, with reasoning and no answer yet."""
-        return self.status == "streaming" and bool(self.reasoning) and not self.content
-
-    @property
-    def cut_by_limit(self) -> bool:
-        return cut_by_limit(self)
-
-    @property
-    def cut_by_context(self) -> bool:
-        return cut_by_context(self)
-
-    @property
-    def can_continue(self) -> bool:
-        """A finished reply that did not end on its own: cut by a limit, stopped, interrupted. Cut by
-        a full context it can go on once the conversation leaves out earlier messages; until then a
-        Continue is refused and the reply stays as it was."""
-        return (self.role == "assistant" and self.id is not None
-                and (self.cut_by_limit or self.cut_by_context or self.status in ("cancelled", "interrupted")))
-
-
 class MessageView(QFrame):
     """One message: a header (role, status note, buttons) over its rendered Markdown, or over an
     inline editor while the user edits it."""
 
-    regenerate_clicked = Signal()
+    regenerate_clicked = Signal(int)
+    """(message id): write this reply again, as a new version."""
+    delete_clicked = Signal(int)
+    """(message id): delete this message (Undo brings it back)."""
     edit_submitted = Signal(int, str)
     """(message id, new text)."""
     version_requested = Signal(int, int)
@@ -166,16 +116,19 @@ class MessageView(QFrame):
                                              "Let this conversation leave out earlier messages when it no "
                                              "longer fits the model's context (its settings)")
         self.too_long_button.clicked.connect(self.settings_clicked)
-        self.copy_button = _small_button("Copy", "Copy message", "Copy this message's text")
+        self.copy_button = _small_button("Copy", "Copy message", "Copy this message as Markdown")
         self.copy_button.clicked.connect(self.copy_text)
+        self.delete_button = _small_button("Delete", "Delete message", "Delete this message (Undo brings it back)")
+        self.delete_button.clicked.connect(self._delete)
         self.edit_button = _small_button("Edit", "Edit message", "Edit this message and send it again")
         self.edit_button.clicked.connect(self.start_edit)
         self.regenerate_button = _small_button("Regenerate", "Regenerate reply", "Write this reply again")
-        self.regenerate_button.clicked.connect(self.regenerate_clicked)
+        self.regenerate_button.clicked.connect(self._regenerate)
         self.buttons = QWidget()  # the buttons wrap onto a second line rather than pass the edge
         flow = FlowLayout(self.buttons, spacing=6)
         for w in (self.previous_button, self.version_label, self.next_button, self.continue_button,
-                  self.too_long_button, self.edit_button, self.regenerate_button, self.copy_button):
+                  self.too_long_button, self.edit_button, self.regenerate_button, self.copy_button,
+                  self.delete_button):
             flow.addWidget(w)
         self.header = QHBoxLayout(spacing=6)
         self.header.addWidget(self.role_label, 0, Qt.AlignmentFlag.AlignTop)
@@ -271,7 +224,7 @@ class MessageView(QFrame):
             self.error_line.show_text(context_full_advice(shown))
         else:
             self.error_line.clear()
-        model = shown.model if shown.role == "assistant" and shown.model else ""
+        model = display_name(shown.model) if shown.role == "assistant" and shown.model else ""
         self.model_label.setText(model)
         self.model_label.setToolTip(f"Written by {model}" if model else "")
         self.model_label.setVisible(bool(model))
@@ -304,9 +257,11 @@ class MessageView(QFrame):
         can_edit = self.shown.role == "user" and self.shown.id is not None
         self.edit_button.setVisible(can_edit and self.editor is None)
         self.edit_button.setEnabled(not self.busy)
-        self.regenerate_button.setVisible(self.is_last_reply and self.shown.role == "assistant"
-                                          and self.shown.id is not None and self.shown.status != "streaming")
+        stored = self.shown.id is not None and self.shown.status != "streaming"
+        self.regenerate_button.setVisible(self.shown.role == "assistant" and stored)
         self.regenerate_button.setEnabled(not self.busy)
+        self.delete_button.setVisible(stored)
+        self.delete_button.setEnabled(not self.busy)
         self.continue_button.setVisible(self.is_last_reply and self.shown.can_continue)
         self.continue_button.setEnabled(not self.busy)
         self.too_long_button.setVisible(self.is_last_reply and self.shown.cut_by_context)
@@ -320,8 +275,12 @@ class MessageView(QFrame):
 
     # -- actions -----------------------------------------------------------------------------------
     def copy_text(self) -> None:
-        """Copy the answer (a thinking model's reasoning stays out)."""
-        QApplication.clipboard().setText(self.shown.content)
+        """Copy the message as Markdown, its source as written (a thinking model's reasoning stays
+        out): as plain text, and as text/markdown for editors that take it."""
+        data = QMimeData()
+        data.setText(self.shown.content)
+        data.setData("text/markdown", self.shown.content.encode("utf-8"))
+        QApplication.clipboard().setMimeData(data)
         self.copy_button.setText("Copied")
         self._copied_timer.start()
 
@@ -346,6 +305,14 @@ class MessageView(QFrame):
     def _step_version(self, step: int) -> None:
         if not self.busy and self.shown.id is not None:
             self.version_requested.emit(self.shown.id, step)
+
+    def _regenerate(self) -> None:
+        if not self.busy and self.shown.id is not None:
+            self.regenerate_clicked.emit(self.shown.id)
+
+    def _delete(self) -> None:
+        if not self.busy and self.shown.id is not None:
+            self.delete_clicked.emit(self.shown.id)
 
     def _continue(self) -> None:
         if not self.busy and self.shown.id is not None and self.shown.can_continue:

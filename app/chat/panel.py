@@ -8,21 +8,21 @@ when they switch back.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge import Bridge, Finished, Send
-from app.chat.message_view import Shown
+from app.chat.branch_replies import BranchReplies
 from app.chat.view import ChatView
 from app.chat.context_meter import ContextMeter, estimate_tokens, used_tokens
 from app.chat.composer import Composer
 from app.chat.composer_files import ComposerFiles
 from app.chat.header import HeaderFit, PromptBadge, SettingsButton, TitleLabel
 from app.chat.labels import title_from
-from app.store import Attachment, Message
+from app.store import Attachment, Message, Store
 from app.chat.thinking_block import ThinkSwitch
 from engine import Chunk, ContextOverflowError
 
@@ -30,7 +30,7 @@ UNTITLED = "New conversation"
 READY_HINT = "Message (Enter sends, Shift+Enter new line, Esc stops)"
 
 
-class ChatPanel(QWidget):
+class ChatPanel(BranchReplies, QWidget):
     """Shows `current_id`'s conversation and runs its replies through the bridge."""
 
     conversation_created = Signal(int)
@@ -47,6 +47,8 @@ class ChatPanel(QWidget):
     """A reply failed; the window shows it."""
     notice = Signal(str)
     """Something the user should know that is not a failure (e.g. why a message was not sent)."""
+    page_changed = Signal(object)
+    """The conversation shown changed (its id; None: a new page)."""
 
     def __init__(self, bridge: Bridge, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -68,6 +70,9 @@ class ChatPanel(QWidget):
         self._sent_base = 0
         """Tokens the meter showed before the last message was sent (see `_meter_from_prefill`)."""
 
+        self.on_create: list[Callable[[], Callable[[Store, int], object]]] = []
+        """Called when a first message is sent on a new page, each gives store work for the
+        conversation it creates, run in the job that creates it, before its reply (app/mcp: tools)."""
         self._creating: Optional[int] = None
         """The page whose first message's conversation is being created; it becomes current when it
         exists, unless the user has moved to another page by then (Ctrl+N: that page takes a
@@ -128,7 +133,7 @@ class ChatPanel(QWidget):
         for part in parts:
             header.addWidget(part)
         self.header_fit = HeaderFit(header_row, parts)
-        buttons = QVBoxLayout()
+        buttons = self.composer_buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.files.button)
@@ -143,6 +148,15 @@ class ChatPanel(QWidget):
         box.addWidget(self.files.tray)
         box.addWidget(self.files.why)
         box.addLayout(compose_row)
+
+    def add_parts(self, header_part: QWidget, composer_button: QWidget, note: QWidget) -> None:
+        """Another room's controls (app/mcp: tools): a part of the header (after the title, giving
+        up width like the others), a button beside the composer, a line over it."""
+        self.header_fit.row.layout().insertWidget(1, header_part)
+        self.header_fit.parts.insert(0, header_part)
+        self.composer_buttons.insertWidget(self.composer_buttons.count() - 1, composer_button)
+        box = self.layout()
+        box.insertWidget(box.count() - 1, note)
 
     # -- state -------------------------------------------------------------------------------------
     def set_ready(self, ready: bool, reason: str = "") -> None:
@@ -170,6 +184,7 @@ class ChatPanel(QWidget):
             self.chat_view.clear_for(conversation_id)
             self.title_label.setText("")
         self._update_controls()
+        self.page_changed.emit(conversation_id)
         if conversation_id is None:
             self.prompt_badge.show_prompt(self.new_settings[0])
             self.think_switch.show_state(self.new_thinking)
@@ -227,8 +242,10 @@ class ChatPanel(QWidget):
             page = self._creating = self._page
             settings, self.new_settings = self.new_settings, ("", {})  # used once, by this conversation
             thinking = None if self.new_thinking else False  # on: the model's default
-            self.bridge.run(lambda store: store.update_conversation(store.create_conversation(
-                title_from(named), system_prompt=settings[0], sampling=settings[1]).id, thinking=thinking)).success(
+            extras = [make() for make in self.on_create]
+            self.bridge.run(lambda store: _created_with(store, store.update_conversation(store.create_conversation(
+                title_from(named), system_prompt=settings[0], sampling=settings[1]).id, thinking=thinking),
+                extras)).success(
                 lambda c: self._created(c.id, c.title, text, page, files)).failure(
                 lambda e: self._create_failed(text, e, settings, files))
             return
@@ -260,62 +277,11 @@ class ChatPanel(QWidget):
             self._start(Send(self.bridge, conversation_id, text, attachments=files))
             return
         self.current_id = conversation_id
+        self.page_changed.emit(conversation_id)
         self.title_label.setText(title)
         self.chat_view.begin_exchange(text, files, conversation_id)
         self.conversation_created.emit(conversation_id)
         self._start(Send(self.bridge, conversation_id, text, attachments=files))
-
-    def _can_restart(self) -> bool:
-        return self.current_id is not None and self.current_id not in self.bridge.replying()
-
-    def regenerate(self) -> None:
-        """Write a new version of the last reply; the old one is kept ("‹ 1/2")."""
-        if self._can_restart():
-            self.chat_view.begin_regenerate()  # the new version shows at once, empty
-            self._restart(Send.regenerate(self.bridge, self.current_id))
-
-    def edit_and_resend(self, message_id: int, text: str) -> None:
-        """Send a new version of one of the user's messages; the conversation continues from it
-        (the old version and what followed it are kept, as another branch)."""
-        if self._can_restart():
-            self.chat_view.begin_edit(message_id, text)
-            self._restart(Send.edit(self.bridge, self.current_id, message_id, text))
-
-    def continue_reply(self, message_id: int) -> None:
-        """Write more of the last reply (cut by the token limit, stopped or interrupted), in place."""
-        if self._can_restart():
-            views = self.chat_view.message_views()
-            so_far = (views[-1].shown.content, views[-1].shown.reasoning) if views else ("", "")
-            self.chat_view.begin_continue()
-            self._restart(Send.continue_reply(self.bridge, self.current_id, message_id), *so_far)
-
-    def run_tool_step(self, conversation_id: int, message: Message) -> None:
-        """The reply `message` goes on after the results of its tool calls (app/mcp), in place."""
-        if conversation_id in self.bridge.replying():
-            return
-        if conversation_id == self.current_id:
-            for view in self.chat_view.message_views():  # its blocks show the results at once
-                if view.shown.id == message.id:
-                    view.show_message(Shown.of(message))
-            self.chat_view.begin_continue()
-        self._start(Send.tool_step(self.bridge, conversation_id, message.id), so_far=message.content,
-                    thought=message.reasoning)
-
-    def show_version(self, message_id: int, step: int) -> None:
-        """Show another version of a message and the branch that follows it."""
-        cid = self.current_id
-        if cid is None or cid in self.bridge.replying():
-            return
-        self.bridge.run(lambda store: (store.select_version(message_id, step), store.messages(cid))[1]).success(
-            lambda messages: self._show_messages(cid, self.title_label.text(), messages)).failure(self.error.emit)
-
-    def _restart(self, send: Send, so_far: str = "", thought: str = "") -> None:
-        """Start `send` (its new version is stored first), then show the branch it is on."""
-        cid = send.conversation_id
-        self._start(send, so_far=so_far, thought=thought)
-        # Queued behind the reply's first step on the store thread: shows the new branch.
-        self.bridge.run(lambda store: store.messages(cid)).success(
-            lambda messages: self._show_messages(cid, self.title_label.text(), messages))
 
     def _start(self, send: Send, so_far: str = "", thought: str = "") -> None:
         """Run `send`; the view already shows where its reply goes (begin_exchange, begin_*)."""
@@ -415,6 +381,12 @@ class ChatPanel(QWidget):
             self.new_thinking = on
             return
         self.bridge.run(lambda store: store.update_conversation(cid, thinking=on)).failure(self.error.emit)
+
+
+def _created_with(store: Store, conversation, extras: list[Callable[[Store, int], object]]):
+    for extra in extras:
+        extra(store, conversation.id)
+    return conversation
 
 
 def _name_if_untitled(store, conversation_id: int, text: str) -> None:

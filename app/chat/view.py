@@ -23,7 +23,10 @@ from app.store import Message
 class ChatView(QScrollArea):
     """The messages of one conversation. See the module docstring for how it streams and scrolls."""
 
-    regenerate_requested = Signal()
+    regenerate_requested = Signal(int)
+    """(message id): write this reply again, as a new version."""
+    delete_requested = Signal(int)
+    """(message id): delete this message (the window offers Undo)."""
     edit_requested = Signal(int, str)
     """(message id, new text): the user edited a message and wants the conversation to go on from it."""
     version_requested = Signal(int, int)
@@ -101,9 +104,13 @@ class ChatView(QScrollArea):
         self.add_pending("user", text, attachments)
         self.add_pending("assistant", "")
 
-    def begin_regenerate(self) -> None:
-        """A new version of the last reply starts: it is shown empty at once (the old one is kept
-        in the store, reachable through "‹ 1/2")."""
+    def begin_regenerate(self, message_id: Optional[int] = None) -> None:
+        """A new version of reply `message_id` (None: the last one) starts: it is shown empty at
+        once and what followed it goes from the page (the old version and its branch stay in the
+        store, reachable through "‹ 1/2")."""
+        index = next((i for i, v in enumerate(self._views) if v.shown.id == message_id), None)
+        if message_id is not None and index is not None:
+            self._remove_views_from(index + 1)
         if self._views and self._views[-1].shown.role == "assistant":
             self._views[-1].replace_message(Shown(None, "assistant", "", "streaming"))
             self._after_change()
@@ -178,6 +185,7 @@ class ChatView(QScrollArea):
         view = MessageView(shown, dark=self._dark)
         view.set_busy(self._busy)
         view.regenerate_clicked.connect(self.regenerate_requested)
+        view.delete_clicked.connect(self.delete_requested)
         view.edit_submitted.connect(self.edit_requested)
         view.version_requested.connect(self.version_requested)
         view.continue_clicked.connect(self.continue_requested)

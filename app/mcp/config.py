@@ -8,7 +8,8 @@
 A server with `command` runs as a child process over stdio; one with `url` is reached over
 streamable HTTP. The app changes the file only in place (`config_edit`): what the user wrote,
 unknown keys (Cursor's, Claude's) included, stays as written. Also kept here: how many tool steps
-one reply may take and how long a call may run (`confab` key).
+one reply may take, how long a call may run, and whether a reply's first step must call a tool
+(`confab` key: stepLimit, timeoutSeconds, requireToolCall).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class McpConfig:
     servers: tuple[ServerConfig, ...] = ()
     step_limit: int = DEFAULT_STEP_LIMIT
     timeout_s: float = DEFAULT_TIMEOUT_S
+    require_call: bool = False
+    """A reply's first step must call a tool (tool_choice "required"); else the model chooses."""
 
     def server(self, name: str) -> Optional[ServerConfig]:
         return next((s for s in self.servers if s.name == name), None)
@@ -105,7 +108,10 @@ def load_config(home: Path) -> McpConfig:
         raise ConfigError("mcp.json: confab.stepLimit must be a whole number from 1 to 100")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ConfigError("mcp.json: confab.timeoutSeconds must be a number of seconds up to 3600")
-    return McpConfig(tuple(parse_server(n, v) for n, v in servers.items()), steps, float(timeout))
+    require = own.get("requireToolCall", False)
+    if not isinstance(require, bool):
+        raise ConfigError("mcp.json: confab.requireToolCall must be true or false")
+    return McpConfig(tuple(parse_server(n, v) for n, v in servers.items()), steps, float(timeout), require)
 
 
 def _read(path: Path) -> dict:

@@ -88,6 +88,18 @@ def set_limits(home: Path, step_limit: int, timeout_s: float) -> None:
     _edit(home, change)
 
 
+def set_require_call(home: Path, on: bool) -> None:
+    """`confab.requireToolCall`: a reply's first step must call a tool (kept across restarts)."""
+    def change(text: str, top: Span) -> str:
+        own = top.find("confab")
+        if own is None:
+            return _add(text, top, "confab", {"requireToolCall": on})
+        if text[own.value_start] != "{":
+            raise ConfigError('mcp.json: "confab" must be an object')
+        return _set(text, _object_at(text, own.value_start), "requireToolCall", on)
+    _edit(home, change)
+
+
 def check_writable(home: Path) -> None:
     """ConfigError when Confab could not change `mcp.json` now (it does not parse, say)."""
     _current(config_path(home))

@@ -34,6 +34,8 @@ DENIED_TEXT = "The user did not allow this call."
 class McpController(QObject):
     """Owns the hub and the config; answers replies' tool calls. Create on the GUI thread."""
 
+    reloaded = Signal()
+    """mcp.json was read again (servers, limits or the tool-call rule may have changed)."""
     notice = Signal(str)
     """Something the user should know (a config error, the step limit reached)."""
     asking = Signal(object)
@@ -51,7 +53,8 @@ class McpController(QObject):
         self.config = McpConfig()
         self.config_error = ""
         self.require_call = False
-        """Step 1 of a reply must call a tool (tool_choice "required"); else the model chooses."""
+        """Step 1 of a reply must call a tool (tool_choice "required"); else the model chooses.
+        Read from mcp.json (`confab.requireToolCall`) at each `reload`, so it outlives a restart."""
         self.always: set[tuple[str, str]] = set()
         """(server, tool) the user allowed for good ("Always for this tool"), until the app closes."""
         self.dialog: Optional[ApprovalDialog] = None
@@ -72,9 +75,11 @@ class McpController(QObject):
             self.notice.emit(str(e))
             return
         self.config, self.config_error = config, ""
+        self.require_call = config.require_call
         self.hub.configure(self.config.servers)
         for server in self.config.servers:
             self.hub.connect(server.name)
+        self.reloaded.emit()
 
     def change(self, edit: Callable[[Path], None]) -> None:
         """Apply `edit` (one of `config_edit`'s: it reads the file as it is now and changes only

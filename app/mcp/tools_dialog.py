@@ -15,8 +15,9 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpin
                                QVBoxLayout, QWidget)
 
 from .config import ConfigError, ServerConfig, parse_server
-from .config_edit import add_server, check_writable, remove_server, set_limits
+from .config_edit import add_server, check_writable, remove_server, set_limits, set_require_call
 from .controller import McpController
+from .conversation_tools import ConversationTools
 
 REFRESH_MS = 1000
 
@@ -25,11 +26,14 @@ class ToolsDialog(QDialog):
     """Edits the controller's config; `conversation_id` is the conversation shown (None: none)."""
 
     def __init__(self, controller: McpController, conversation_id: Optional[int],
-                 parent: Optional[QWidget] = None) -> None:
+                 parent: Optional[QWidget] = None, tools: Optional[ConversationTools] = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self.conversation_id = conversation_id
-        self.used: set[str] = set()
+        self.choice = tools
+        """The window's choice of servers: a new page's is made here; a stored conversation's is
+        stored, then the window's Tools button and badge are told. None: a stored conversation's only."""
+        self.used: set[str] = set(tools.new_page) if tools is not None and conversation_id is None else set()
         controller.reload()  # the user may have written mcp.json since the app read it
         self.setWindowTitle("MCP servers and tools")
         self.setAccessibleName("MCP servers and tools")
@@ -41,7 +45,8 @@ class ToolsDialog(QDialog):
         self.remove_button.clicked.connect(self.remove_server)
         self.restart_button = QPushButton("Restart", accessibleName="Restart MCP server")
         self.restart_button.clicked.connect(self.restart_server)
-        self.use_box = QCheckBox("Use in this conversation", accessibleName="Use this server in this conversation")
+        self.use_box = QCheckBox("Use in this conversation" if conversation_id is not None or tools is None
+                                 else "Use in the new conversation", accessibleName="Use this server in this conversation")
         self.use_box.toggled.connect(self.set_used)
         self.about = QLabel(wordWrap=True, accessibleName="Server command or address")
         self.about.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # a long path wraps
@@ -54,7 +59,9 @@ class ToolsDialog(QDialog):
         self._timer = QTimer(self, interval=REFRESH_MS)  # status and log of starting servers
         self._timer.timeout.connect(self.show_server)
         self._timer.start()
-        if conversation_id is not None:
+        if tools is not None and conversation_id is None:
+            tools.changed.connect(lambda: self._got_used(tools.new_page) if tools.conversation_id is None else None)
+        elif conversation_id is not None:
             controller.bridge.run(lambda store: store.conversation_servers(conversation_id)).success(self._got_used)
 
     def setup_limits(self) -> None:
@@ -69,7 +76,9 @@ class ToolsDialog(QDialog):
                                  accessibleName="Require a tool call")
         for widget in (self.step_limit, self.timeout):
             widget.editingFinished.connect(self.save_limits)
-        self.require.toggled.connect(lambda on: setattr(self.controller, "require_call", on))
+        self.require.setToolTip("Small models (the bundled one among them) call no tool unless made to; "
+                                "kept in mcp.json, so it stays on after a restart")
+        self.require.toggled.connect(lambda on: self._save(lambda home: set_require_call(home, on)))
 
     def setup_layout(self) -> None:
         left = QVBoxLayout()
@@ -117,6 +126,9 @@ class ToolsDialog(QDialog):
         for s in self.controller.config.servers:
             self.servers.addItem(s.name)
         self.servers.setCurrentRow(min(max(row, 0), self.servers.count() - 1))
+        self.require.blockSignals(True)  # as the file says (a refused change goes back)
+        self.require.setChecked(self.controller.require_call)
+        self.require.blockSignals(False)
         self.error_label.setText(self.controller.config_error)
         self.error_label.setVisible(bool(self.controller.config_error))
         self.show_server()
@@ -129,7 +141,9 @@ class ToolsDialog(QDialog):
         server = self.current()
         for w in (self.remove_button, self.restart_button, self.use_box):
             w.setEnabled(server is not None)
-        self.use_box.setEnabled(server is not None and self.conversation_id is not None)
+        can_use = self.conversation_id is not None or self.choice is not None
+        self.use_box.setEnabled(server is not None and can_use)
+        self.use_box.setToolTip("" if can_use else "Open a conversation to choose the servers it uses")
         if server is None:
             self.about.setText("No MCP servers yet: Add… one, or put an mcp.json in the data folder.")
             self.tools.clear()
@@ -157,10 +171,15 @@ class ToolsDialog(QDialog):
     # -- changes -----------------------------------------------------------------------------------
     def set_used(self, on: bool) -> None:
         server, cid = self.current(), self.conversation_id
-        if server is None or cid is None:
+        if server is None:
             return
         names = sorted(self.used | {server.name} if on else self.used - {server.name})
-        self.controller.bridge.run(lambda store: store.set_conversation_servers(cid, names)).success(self._got_used)
+        if cid is None:
+            if self.choice is not None:
+                self.choice.set_new_page(names)
+            return
+        self.controller.bridge.run(lambda store: store.set_conversation_servers(cid, names)).success(
+            lambda stored: (self._got_used(stored), self.choice.show(cid) if self.choice is not None else None))
 
     def add_server(self) -> None:
         """Refused at once, with the reason, while mcp.json cannot be changed (it does not parse)."""

@@ -28,6 +28,7 @@ from app.models.picker import human_bytes, run_in_thread
 from app.settings.dialog import named
 
 DATA = Qt.ItemDataRole.UserRole
+STARTERS_TEXT = "Good small models to start with. Search for more."
 FIT_MARKS = {"fits": "✔ fits", "tight": "⚠ tight", "does not fit": "✘ does not fit"}
 
 
@@ -85,7 +86,7 @@ class GetModelsDialog(QDialog):
         self.repos = _tree("Models", "Models on Hugging Face this computer can run", ["Model", "Size / formats"])
         self.repos.currentItemChanged.connect(lambda item, _old: self._repo_selected(item))
         layout.addWidget(self.repos, 2)
-        self.status = named(QLabel("Good small models to start with. Search for more."), "Status")
+        self.status = named(QLabel(STARTERS_TEXT), "Status")
         self.status.setWordWrap(True)
         layout.addWidget(self.status)
         self.files = _tree("Files", "Files or quantizations of the selected model, with memory estimate",
@@ -133,7 +134,15 @@ class GetModelsDialog(QDialog):
             self.repos.addTopLevelItem(item)
 
     def search(self) -> None:
+        """Search the Hub; an empty search brings the starter list back."""
         query = self.query.text().strip()
+        if not query:
+            self.repos.clear()
+            self.files.clear()
+            self._show_curated()
+            self.status.setText(STARTERS_TEXT)
+            self.status.setToolTip("")
+            return
         self.status.setText(f"Searching for “{query}”…")
         self.search_button.setEnabled(False)
         run_in_thread(self._route, lambda: search_models(query), self._searched)
@@ -144,6 +153,7 @@ class GetModelsDialog(QDialog):
         self.files.clear()
         if isinstance(result, Exception):
             self._say_error(self.status, "Search failed", result)
+            self._show_curated()  # the starter list stays usable: a failed search takes nothing away
             return
         hits: list[SearchHit] = list(result)  # type: ignore[arg-type]
         for h in hits:

@@ -11,6 +11,7 @@ fills the cache. Discovery also runs in the background, so the dialog opens at o
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -28,9 +29,14 @@ from app.file_dialogs import choose_folder, open_file
 from app.models.discovery import ModelCandidate, find_models
 from app.models.files import delete_downloaded
 from app.models.gpu_layers_row import GpuLayersRow, gpu_offload_available
+from app.models.names import display_name
 from app.settings.dialog import named
 
 SOURCE_ROLE = Qt.ItemDataRole.UserRole
+BUNDLED_NAME = display_name(DEFAULT_MODEL)
+"""The bundled model as the window names it (its title, the status bar) once it is loaded."""
+CURRENT = "Current model"
+LOADED = "Loaded now"
 Outcome = Union[MemoryEstimate, Exception]
 
 
@@ -46,6 +52,13 @@ def human_bytes(n: int) -> str:
 def estimate_text(e: MemoryEstimate) -> str:
     return (f"Weights ≈ {human_bytes(e.weights_bytes)} · each conversation up to "
             f"{human_bytes(e.bytes_per_session)} at {e.max_context:,} tokens")
+
+
+def same_model_key(source: str) -> str:
+    """What makes two sources one model: a path's real location; any other source as written."""
+    if not source or source.startswith("bundled:") or parse_remote_source(source) is not None:
+        return source
+    return os.path.realpath(os.path.expanduser(source))
 
 
 def run_in_thread(route: GuiRoute, work: Callable[[], object], done: Callable[[object], None]) -> None:
@@ -134,14 +147,14 @@ class ModelPickerDialog(QDialog):
 
         self._remote = parse_remote_source(self._current)
         """(base URL, model) while a server's model is in use: no local model is loaded then."""
-        self._add(DEFAULT_MODEL, "SmolLM2 135M Instruct (ready to use)", "Bundled")
+        self._add(DEFAULT_MODEL, BUNDLED_NAME, "Bundled, ready to use")
         if self._remote is not None:  # the server's model: listed as such, never as a local file
             url, model = self._remote
             self._add(self._current, f"{model or url} (connected)", f"Server at {host_of(url)}")
             self._loaded_name = ""
             self._current = DEFAULT_MODEL  # offered first: this dialog loads models on this computer
         elif self._current != DEFAULT_MODEL:
-            self._add(self._current, Path(self._current).name or self._current, "Current model")
+            self._add(self._current, Path(self._current).name or self._current, CURRENT)
         self._mark_loaded()
         self._select(self._current)
         run_in_thread(self._route, lambda: find_models(extra_dirs), self._found)
@@ -165,7 +178,7 @@ class ModelPickerDialog(QDialog):
         if item is None or not self._loaded_name:
             return
         item.setText(0, f"{self._loaded_name} (loaded)")
-        item.setText(1, "Loaded now")
+        item.setText(1, LOADED)
         font = item.font(0)
         font.setBold(True)
         item.setFont(0, font)
@@ -188,8 +201,11 @@ class ModelPickerDialog(QDialog):
         return item.data(0, SOURCE_ROLE) if item is not None else ""
 
     def _find(self, source: str) -> Optional[QTreeWidgetItem]:
+        """The entry of `source`, or of the same file or folder reached another way (a link, a
+        relative path, a trailing slash): one model is one entry, under one name."""
+        key = same_model_key(source)
         for i in range(self.count()):
-            if self.source_at(i) == source:
+            if same_model_key(self.source_at(i)) == key:
                 return self.item(i)
         return None
 
@@ -204,8 +220,14 @@ class ModelPickerDialog(QDialog):
             return
         candidates: list[ModelCandidate] = list(result)  # type: ignore[arg-type]
         for c in candidates:
-            if self._find(c.source) is None:
+            item = self._find(c.source)
+            if item is None:
                 self._add(c.source, c.name, c.where, human_bytes(c.size_bytes))
+            elif item.text(1) in (CURRENT, LOADED):  # named as the list names it elsewhere, where it is
+                item.setText(0, c.name)
+                item.setText(1, c.where)
+                item.setText(2, human_bytes(c.size_bytes))
+        self._mark_loaded()
         n = len(candidates)
         self.status.setText(f"Found {n} model{'s' if n != 1 else ''} in the Hugging Face cache, "
                             "LM Studio's and Confab's models folders." if n else

@@ -164,6 +164,14 @@ def attachment_tokens(db: Database) -> None:
     db["attachments"].add_column("tokens_exact", int, not_null_default=0)
 
 
+@_migration("0009_message_deleted")
+def message_deleted(db: Database) -> None:
+    """A message the user deleted stays, flagged (`deleted` = 1), until the delete is final (at
+    quit), so Undo can bring it back; the branch sees through it (branches.py). Self-contained: it
+    only adds a column, so it may be renumbered after other migrations."""
+    db["messages"].add_column("deleted", int, not_null_default=0)
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -258,6 +258,26 @@ class Store:
         with self.db.atomic():
             self.db["messages"].update(message_id, {"notice": notice})
 
+    def delete_message(self, message_id: int) -> Message:
+        """Take one message off its branch (the turns after it stay, following the one before it);
+        kept, flagged, until `purge_deleted`, so `restore_message` undoes it. Returns it."""
+        message = self.get_message(message_id)
+        with self.db.atomic():
+            self.db["messages"].update(message_id, {"deleted": 1})
+            self._touch_conversation(message.conversation_id, self.clock())
+        return message
+
+    def restore_message(self, message_id: int) -> Message:
+        """Undo `delete_message`: the message is back where it was (not after a purge)."""
+        with self.db.atomic():
+            self.db["messages"].update(self.get_message(message_id).id, {"deleted": 0})
+        return self.get_message(message_id)
+
+    def purge_deleted(self) -> int:
+        """Make every message delete final (the app quits); returns how many messages went."""
+        with self.db.atomic():
+            return branches.purge(self.db)
+
     def truncate_after(self, message_id: int) -> int:
         """Delete every message added after this one in its conversation, on any branch; return
         how many were deleted. The app never does this (regenerate and edit keep versions). Saved states are left for the caller to check against

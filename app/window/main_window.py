@@ -24,6 +24,8 @@ from app.window.status_parts import (PartLabel, StatusPart, StatusParts, backend
 from app.error_words import in_words
 from app.store import Conversation
 from app.window.deletes import DeleteUndo
+from app.window.load_error import load_error_box
+from app.window.message_deletes import MessageDeletes
 from app.window.undo_bar import UndoBar
 from app.window.status import StatusFigures, StatusNotices
 
@@ -113,6 +115,8 @@ class MainWindow(QMainWindow):
         self.deletes.restored.connect(self._undo_delete)
         self.undo_action = self.deletes.action
         self.chat = ChatPanel(self.bridge)
+        self.message_deletes = MessageDeletes(self.chat, self.undo_bar, self.bridge, self)
+        """One message deleted at a time, Undo in the bar; final at quit."""
         self.chat.conversation_created.connect(self._created)
         self.chat.replies_changed.connect(self._replies_changed)
         self.chat.reply_finished.connect(self._on_finished)
@@ -151,7 +155,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.quit_requested.emit, QKeySequence("Ctrl+Q"))
         edit_menu = bar.addMenu("&Edit")
-        edit_menu.addAction(self.undo_action)
+        edit_menu.addActions([self.undo_action, self.message_deletes.action])
         edit_menu.addSeparator()
         self._action(edit_menu, "&Find…", self.conversation_list.focus_search, QKeySequence("Ctrl+F"))
         self._action(edit_menu, "&Settings…", self.settings_requested.emit, QKeySequence("Ctrl+,"))
@@ -197,6 +201,7 @@ class MainWindow(QMainWindow):
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
         self.figures.setAccessibleName("Conversations in memory and app memory")
+        self.stats_label.priority, self.model_label.priority, self.figures.priority = 3, 2, 1  # kept whole longest
         bar = self.statusBar()
         self.notices = StatusNotices(bar)
         """Notices beside the figures: elided to fit, the whole text in a tooltip."""
@@ -278,14 +283,7 @@ class MainWindow(QMainWindow):
         self.notices.show(title, ERROR_MS)
         if self.error_dialog is not None:
             self.error_dialog.close()
-        box = QMessageBox(QMessageBox.Icon.Warning, caption, title,
-                          QMessageBox.StandardButton.Ok, self)
-        words = in_words(message)
-        box.setInformativeText(words.sentence)
-        if words.details or words.sentence.rstrip(".") != message.rstrip("."):
-            box.setDetailedText(words.details or message)  # "Show Details…": the engine's own words
-        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        box.setAccessibleName("Model load error")
+        box = load_error_box(self, title, message, caption)
         box.finished.connect(lambda _result: setattr(self, "error_dialog", None))
         self.error_dialog = box
         box.open()  # window-modal, never blocks the GUI thread
@@ -369,6 +367,7 @@ class MainWindow(QMainWindow):
     def commit_pending_deletes(self) -> None:
         """Delete what is still undoable (called before the app quits)."""
         self.deletes.commit_all()
+        self.message_deletes.commit_all()
 
     def search(self, query: str) -> None:
         if not query.strip():

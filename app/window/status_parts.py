@@ -79,6 +79,8 @@ class PartLabel(ElidedLabel):
     ("PyTorch on CPU · bflo…"), never clipped mid-letter; `text()` is always the whole text."""
 
     part: Optional[StatusPart] = None
+    priority = 0
+    """How useful the part is (higher: kept whole longer when the bar is short of room)."""
     MIN_WIDTH = 60
     """Narrowest it gets before the status bar runs out of room."""
 
@@ -99,10 +101,15 @@ class PartLabel(ElidedLabel):
 class StatusParts(QObject):
     """Keeps `bar`'s parts whole: while all their whole texts fit (leaving `NOTICE_ROOM` for the
     notices), each shows its whole text; otherwise every part shows its compact form (the details
-    are in its tooltip). Re-decided when the bar is resized or a part's text changes."""
+    are in its tooltip). When even the compact forms do not fit, the least useful parts (lowest
+    `priority`) give up their room first, down to `MIN_WIDTH` each, so "20.2 tok/s" and the model's
+    name stay readable rather than every part being cut a little. Re-decided when the bar is
+    resized or a part's text changes."""
 
     NOTICE_ROOM = 200
     """Pixels kept for the notices ("Model ready", errors) left of the parts."""
+    SHORT_NOTICE_ROOM = 80
+    """Kept for the notices when even the compact parts do not fit (a notice is elided, and passes)."""
 
     def __init__(self, bar: QStatusBar) -> None:
         super().__init__(bar)
@@ -119,6 +126,10 @@ class StatusParts(QObject):
         compact = whole > self.bar.width() - self.NOTICE_ROOM
         for label in labels:
             label.set_compact_mode(compact)
+        room = self.bar.width() - self.SHORT_NOTICE_ROOM - PART_EXTRA * len(labels)
+        for label, width in zip(labels, share(room, [(lb.priority, lb.sizeHint().width()) for lb in labels])):
+            label.setMaximumWidth(width)
+
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt name)
         if watched is self.bar and event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest):
@@ -126,6 +137,24 @@ class StatusParts(QObject):
         return super().eventFilter(watched, event)
 
 
+def share(room: int, wants: list[tuple[int, int]]) -> list[int]:
+    """Widths for parts that want (priority, width) in `room` pixels: the most useful first get
+    what they want, each leaving `PartLabel.MIN_WIDTH` for every part after it; a part that gets
+    all it wants is not capped (QWIDGETSIZE_MAX)."""
+    order = sorted(range(len(wants)), key=lambda i: -wants[i][0])
+    widths = [UNCAPPED] * len(wants)
+    left = room
+    for n, i in enumerate(order):
+        later = (len(order) - n - 1) * PartLabel.MIN_WIDTH
+        width = max(PartLabel.MIN_WIDTH, min(wants[i][1], left - later))
+        if width < wants[i][1]:
+            widths[i] = width
+        left -= width
+    return widths
+
+
+UNCAPPED = 16777215
+"""Qt's QWIDGETSIZE_MAX: no maximum width."""
 PART_EXTRA = 4 + 4 + 8 + 2 + 6
 """A part's width beyond its label: margins, the line and the space after it, the bar's spacing."""
 

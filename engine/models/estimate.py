@@ -5,8 +5,7 @@
     e = estimate_memory("bundled:smollm2-135m-instruct", max_context=4096)
     print(e.weights_bytes, e.bytes_per_session)
 
-Only headers and metadata are read (safetensors headers, GGUF fields through the memory-mapped
-`gguf.GGUFReader`): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
+Only headers and metadata are read (safetensors headers, a GGUF's header): no tensor data, no conversion (torch is only asked, for dtype="auto", what this
 machine's hardware computes in). The figures are those `Engine.capacity()`
 reports once the same source is loaded with the same dtype and max_context.
 """
@@ -14,14 +13,17 @@ reports once the same source is loaded with the same dtype and max_context.
 from __future__ import annotations
 
 import functools
+import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Optional
 
 from .. import backends
-from ..capacity import DTYPE_BYTES, bytes_per_session
+from ..capacity import DTYPE_BYTES, bytes_per_session, model_context_limit
 from ..errors import ModelLoadError
 from .gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
-from .gguf_int4 import is_int4
+from .gguf_int4 import GROUP, INT4_TYPES
 from .sources import check_folder, locate
 from ..types import EngineConfig
 
@@ -63,6 +65,24 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -
     if kind == "gguf":
         return _from_gguf(path, name, max_context, dtype)
     return replace(_from_folder(path, max_context, dtype), name=name)
+
+
+def trained_context(source: str) -> Optional[int]:
+    """The longest context `source` was trained for (a GGUF's `<arch>.context_length`, a folder's
+    `max_position_embeddings`), read before loading; None when the model does not say.
+    What `serve --context max` and the app's context choice go up to."""
+    kind, path, _ = locate(source)
+    if kind == "gguf":
+        from .gguf_header import read_header
+
+        meta = read_header(path).meta
+        limit = meta.get(f"{meta.get('general.architecture')}.context_length")
+        return int(limit) if isinstance(limit, int) and limit > 0 else None
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{path.name}: config.json could not be read: {e}") from e
+    return model_context_limit(config)
 
 
 def auto_dtype() -> str:
@@ -118,20 +138,14 @@ def _from_gguf(path: Path, name: str, max_context: int, dtype: str) -> MemoryEst
 @functools.lru_cache(maxsize=16)
 def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int, int]:
     """(config items for capacity, total tensor elements, elements in 4-bit group formats) of a GGUF
-    file; cached per file version, since parsing a GGUF's tokenizer fields takes seconds."""
-    import gguf
-
+    file, from its header alone: gguf.GGUFReader parses the tokenizer's fields too (4.5 s for the
+    bundled model on a busy 2-core machine, where the header takes milliseconds)."""
     from .gguf_header import read_header
 
-    read_header(Path(path))  # a truncated file: refused in words (numpy's reshape error says nothing)
-    try:
-        reader = gguf.GGUFReader(path)
-    except Exception as e:
-        raise ModelLoadError(f"{Path(path).name} is not a readable GGUF file: {e}") from e
+    header = read_header(Path(path))  # a truncated or foreign file: refused in words
 
     def field(key: str):
-        f = reader.fields.get(key)
-        return f.contents() if f is not None else None
+        return header.meta.get(key)
 
     arch = field("general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
@@ -144,15 +158,20 @@ def _gguf_facts(path: str, size: int, mtime_ns: int) -> tuple[tuple, int, int]:
     if not (layers and heads and hidden):
         raise ModelLoadError(f"{Path(path).name}: GGUF header lacks the layer, head or width counts")
     kv = field(f"{arch}.attention.head_count_kv") or heads
+    heads = max(heads) if isinstance(heads, tuple) else heads
     config = {
         "num_hidden_layers": int(layers),
         "num_attention_heads": int(heads),
-        "num_key_value_heads": int(max(kv) if isinstance(kv, list) else kv),
+        "num_key_value_heads": int(max(kv) if isinstance(kv, tuple) else kv),
         "hidden_size": int(hidden),
         "head_dim": int(field(f"{arch}.attention.key_length") or int(hidden) // int(heads)),
     }
-    elements = sum(int(t.n_elements) for t in reader.tensors)
-    int4_elements = sum(int(t.n_elements) for t in reader.tensors if is_int4(t))
+    elements = int4_elements = 0
+    for dims, kind in header.tensor_shapes.values():
+        count = math.prod(dims)
+        elements += count
+        if kind in INT4_TYPES and len(dims) == 2 and dims[0] % GROUP == 0:  # as gguf_int4.is_int4
+            int4_elements += count
     return tuple(sorted(config.items())), elements, int4_elements
 
 

@@ -17,7 +17,7 @@ import functools
 import hashlib
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ModelLoadError
@@ -35,6 +35,9 @@ class GgufHeader:
     """Each tensor's size in the file, by name."""
     array_lengths: dict
     """How many items each array field holds ("tokenizer.ggml.tokens": 49152)."""
+    tensor_shapes: dict = field(default_factory=dict)
+    """Each tensor's dimensions (fastest axis first, as GGUF lists them) and ggml type name, by name:
+    ((2048, 576), "Q4_1")."""
     digest: str = ""
     """A hash of the metadata bytes (not the tensors): two files with the same config, tokenizer and
     chat template have the same digest wherever they lie."""
@@ -68,7 +71,7 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
                 if reader.last_count is not None:
                     lengths[key], reader.last_count = reader.last_count, None
             digest = hashlib.sha256(m[:reader.at]).hexdigest()[:16]
-            tensors, data_end = {}, 0
+            tensors, shapes, data_end = {}, {}, 0
             for _ in range(n_tensors):
                 name = reader.string()
                 dims = [reader.take("<Q") for _ in range(reader.take("<I"))]
@@ -77,8 +80,10 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
                 elements = 1
                 for d in dims:
                     elements *= d
-                block, nbytes = GGML_QUANT_SIZES[GGMLQuantizationType(kind)]
+                kind = GGMLQuantizationType(kind)
+                block, nbytes = GGML_QUANT_SIZES[kind]
                 tensors[name] = elements // block * nbytes
+                shapes[name] = (tuple(dims), kind.name)
                 data_end = max(data_end, offset + tensors[name])
             align = meta.get("general.alignment") or 32
             expected = -(-reader.at // align) * align + data_end  # tensor data starts aligned after the header
@@ -88,7 +93,7 @@ def _read(path: str, size: int, mtime_ns: int) -> GgufHeader:
         raise ModelLoadError(truncated(Path(path).name, size)) from e
     except (ValueError, KeyError, OSError) as e:
         raise ModelLoadError(f"{Path(path).name} is not a readable GGUF file: {e}") from e
-    return GgufHeader(meta, tensors, lengths, digest)
+    return GgufHeader(meta, tensors, lengths, shapes, digest)
 
 
 def truncated(name: str, size: int, expected: int = 0) -> str:

@@ -14,6 +14,7 @@ run on a worker thread (`anyio.to_thread`), and the model runs on the Engine's o
 
 from .app import ServerSettings, create_app
 from .host import EngineHost
+from .request_log import RequestEntry, RequestLog
 from .runner import DEFAULT_PORT, LOOPBACK, BackgroundServer, UnsafeBindError, check_bind
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "LOOPBACK",
     "BackgroundServer",
     "EngineHost",
+    "RequestEntry",
+    "RequestLog",
     "ServerSettings",
     "UnsafeBindError",
     "check_bind",

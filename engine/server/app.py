@@ -28,6 +28,7 @@ from .host import EngineHost
 from .json_text import JSONResponse
 from .limits import DEFAULT_MAX_BODY, BodyLimit
 from .model_names import ModelNames
+from .request_log import RequestLog
 from .responses import routes as openai_responses
 
 
@@ -45,6 +46,8 @@ class ServerSettings:
     """Largest request body read; a larger one is answered 413 before it is read."""
     model_names: ModelNames = ModelNames()
     """Aliases of the served model, or any name at all; by default only the model's own names."""
+    request_log: Optional[RequestLog] = field(default=None, compare=False)
+    """Where each request is recorded as it ends (the app's Server view); None: not recorded."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -76,6 +79,9 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     if settings.cors_origins:  # added last, so it wraps the key check: a browser can read a 401 too
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
                            allow_headers=["*"])
+
+    if settings.request_log is not None:  # outermost: refusals by the key check and the body limit count too
+        app.add_middleware(_Logged, log=settings.request_log)
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -120,6 +126,16 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     anthropic_api.register(app, host)
     embedding_routes.register(app, host)
     return app
+
+
+class _Logged:
+    """`RequestLog.middleware` in the shape `add_middleware` takes (a class called with the app)."""
+
+    def __init__(self, app, log: RequestLog) -> None:
+        self._app = log.middleware(app)
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self._app(scope, receive, send)
 
 
 def _authorization(request: Request) -> str:

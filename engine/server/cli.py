@@ -28,7 +28,11 @@ def add_parser(sub) -> None:
                        help="allow browser requests from ORIGIN (repeatable); none by default")
     serve.add_argument("--backend", default="auto", choices=["auto", "torch", "mlx", "llamacpp"])
     serve.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    serve.add_argument("--max-context", type=int, default=4096, help="most tokens one session holds")
+    serve.add_argument("--context", "--max-context", dest="max_context", type=context_size, default=4096,
+                       metavar="TOKENS|max",
+                       help="most tokens one session holds (default 4096); 'max': as long as the model was "
+                            "trained for (an agent's system prompt and tools often need 16k-32k). The memory each "
+                            "session may take is printed at start")
     serve.add_argument("--max-sessions", type=int, default=None,
                        help="most sessions at once (default: what the memory budget holds)")
     serve.add_argument("--no-speculative", dest="speculative", action="store_false",
@@ -52,6 +56,31 @@ def add_parser(sub) -> None:
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
 
 
+def context_size(text: str):
+    """--context's value: a number of tokens (at least 16), or "max" for the model's trained length."""
+    if text.strip().lower() == "max":
+        return "max"
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number of tokens nor 'max'") from None
+    if value < 16:
+        raise argparse.ArgumentTypeError(f"a context of {value} tokens is too small (at least 16)")
+    return value
+
+
+def _context_for(model: str, asked) -> int:
+    """--context as a number: 'max' becomes the model's trained length, read from its header."""
+    if asked != "max":
+        return asked
+    from ..models.estimate import trained_context
+
+    limit = trained_context(model)
+    if limit is None:
+        raise EngineError(f"{model} does not say how long a context it was trained for: give --context TOKENS")
+    return limit
+
+
 def run_serve(args: argparse.Namespace) -> int:
     if args.bench:
         from .bench.run import run_bench
@@ -70,9 +99,6 @@ def run_serve(args: argparse.Namespace) -> int:
     except UnsafeBindError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    config = EngineConfig(backend=args.backend, dtype=args.dtype, max_context=args.max_context,
-                          max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
-                          draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None))
     try:  # before the chat model loads: a wrong path is said at once (its weights load on first use)
         embedder = embedding_model(args.embedding_model)
     except EngineError as e:
@@ -80,6 +106,10 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     print(f"loading {args.model} …", file=sys.stderr, flush=True)
     try:
+        config = EngineConfig(backend=args.backend, dtype=args.dtype,
+                              max_context=_context_for(args.model, args.max_context),
+                              max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
+                              draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None))
         engine = Engine.load(args.model, config)
     except EngineError as e:
         if embedder is not None:
@@ -138,9 +168,19 @@ def _announce_when_started(server, args: argparse.Namespace, engine: Engine, emb
                   f"at {url}", flush=True)
             if engine.draft_model:
                 print(f"drafting with {engine.draft_model}", flush=True)
+            print(context_line(engine), flush=True)
             if embedder is not None:
                 print(f"embeddings: {embedder.source} ({embedder.dimensions} dimensions, loaded on first use)",
                       flush=True)
             print("Ctrl+C stops the server", file=sys.stderr, flush=True)
 
     server.startup = startup
+
+
+def context_line(engine: Engine) -> str:
+    """What the context costs, said at start: "context 8,192 tokens a session · 180 MiB each at full
+    length · 12 sessions at once (pool of 49,152 tokens)"."""
+    cap = engine.capacity()
+    pool = f" (a shared pool of {cap.pool_tokens:,} tokens)" if cap.pool_tokens else ""
+    return (f"context {engine.max_context:,} tokens a session · {cap.bytes_per_session / 2**20:,.0f} MiB "
+            f"each at full length · up to {cap.max_sessions} sessions at once{pool}")

@@ -88,3 +88,19 @@ def test_unknown_bundled_name_and_bad_options():
         estimate_memory("bundled:smollm2-135m-instruct", dtype="int3")
     with pytest.raises(InvalidRequestError, match="max_context"):
         estimate_memory("bundled:smollm2-135m-instruct", max_context=1)
+
+
+def test_a_gguf_estimate_reads_the_same_counts_from_the_header_as_the_full_reader(tiny_q4_gguf):
+    """The estimate reads only the GGUF header (the picker shows it in milliseconds, not seconds);
+    its tensor counts must be exactly what gguf.GGUFReader's full parse gives."""
+    import gguf
+
+    from engine.models.estimate import _gguf_facts
+    from engine.models.gguf_int4 import is_int4
+
+    reader = gguf.GGUFReader(str(tiny_q4_gguf))
+    stat = tiny_q4_gguf.stat()
+    config, elements, int4_elements = _gguf_facts(str(tiny_q4_gguf.resolve()), stat.st_size, stat.st_mtime_ns)
+    assert elements == sum(int(t.n_elements) for t in reader.tensors)
+    assert int4_elements == sum(int(t.n_elements) for t in reader.tensors if is_int4(t)) > 0
+    assert dict(config)["num_hidden_layers"] == int(reader.fields["llama.block_count"].contents())

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 
-def test_a_copied_gguf_reuses_the_metadata_read_from_the_first(gguf_source, tiny_models, tmp_path, monkeypatch):
+def test_a_copied_gguf_reuses_the_metadata_read_from_the_first(tiny_q4_gguf, tmp_path, monkeypatch):
     from engine.models import sources
 
     monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
-    first = gguf_source(tiny_models["llama"])
+    first = tiny_q4_gguf  # a 1,024-token vocabulary: read in a fraction of the bundled one's time
     copy = tmp_path / "elsewhere" / first.name
     copy.parent.mkdir()
     shutil.copy(first, copy)
@@ -30,10 +30,10 @@ def test_a_copied_gguf_reuses_the_metadata_read_from_the_first(gguf_source, tiny
     assert a.fingerprint == b.fingerprint and a.path != b.path
 
 
-def test_other_metadata_is_another_entry(gguf_source, tiny_models, tmp_path, monkeypatch):
+def test_other_metadata_is_another_entry(gguf_source, tiny_models, tiny_q4_gguf, tmp_path, monkeypatch):
     from engine.models import sources
 
     monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
-    llama = sources.resolve(str(gguf_source(tiny_models["llama"])), as_stored=True)
-    qwen = sources.resolve(str(gguf_source(tiny_models["qwen3"])), as_stored=True)
-    assert llama.tokenizer_folder != qwen.tokenizer_folder
+    full = sources.resolve(str(gguf_source(tiny_models["llama"])), as_stored=True)
+    small = sources.resolve(str(tiny_q4_gguf), as_stored=True)  # another vocabulary and config
+    assert full.tokenizer_folder != small.tokenizer_folder

@@ -13,9 +13,8 @@ from engine import Engine, EngineConfig, SamplingParams, estimate_memory
 from engine.backends import torch_int4
 from engine.errors import InvalidRequestError
 from engine.models.gguf_int4 import read_int4
-from engine.models.sources import bundled_gguf
 
-from tests.engine.gguf_tiny import LINEAR_ELEMENTS, write_tiny_gguf
+from tests.engine.gguf_tiny import LINEAR_ELEMENTS
 
 
 class _Tensor:
@@ -131,11 +130,6 @@ def test_int4_linear_equals_the_dequantized_reference(kind, rows):
     assert float((got - want).abs().max() / want.abs().max()) < 0.02
 
 
-@pytest.fixture(scope="session")
-def tiny_gguf(tmp_path_factory):
-    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", bundled_gguf("smollm2-135m-instruct"))
-
-
 @pytest.fixture
 def cache(tmp_path_factory, monkeypatch):
     # One conversion (config and tokenizer) per test session: it is the slow part.
@@ -149,9 +143,9 @@ def _reply(engine: Engine) -> list[int]:
     return [t for c in chunks for t in c.token_ids]
 
 
-def test_a_q4_gguf_loads_4bit_and_answers(tiny_gguf, cache, make_engine):
-    engine = make_engine(tiny_gguf, "torch", dtype="float32")
-    dense = make_engine(tiny_gguf, "torch", dtype="float32", quantize="none")
+def test_a_q4_gguf_loads_4bit_and_answers(tiny_q4_gguf, cache, make_engine):
+    engine = make_engine(tiny_q4_gguf, "torch", dtype="float32")
+    dense = make_engine(tiny_q4_gguf, "torch", dtype="float32", quantize="none")
     assert engine.quantized.startswith("int4: 14 of 15 linear layers")  # the tied output head is Q8_0
     assert dense.quantized == ""
     assert len(_reply(engine)) == 6
@@ -159,7 +153,7 @@ def test_a_q4_gguf_loads_4bit_and_answers(tiny_gguf, cache, make_engine):
     # instead of 4: 0.16x of float32, 0.31x of bfloat16; everything else is as dense.
     saved = dense.capacity().weights_bytes - engine.capacity().weights_bytes
     assert saved == LINEAR_ELEMENTS * 4 - LINEAR_ELEMENTS * 5 // 8
-    estimate = estimate_memory(str(tiny_gguf), dtype="float32").weights_bytes
+    estimate = estimate_memory(str(tiny_q4_gguf), dtype="float32").weights_bytes
     assert estimate == pytest.approx(engine.capacity().weights_bytes, rel=0.001)  # buffers (rotary) aside
 
 
@@ -167,7 +161,7 @@ def test_a_q4_gguf_loads_4bit_and_answers(tiny_gguf, cache, make_engine):
     ("missing", "the int4 kernel is not usable here (RuntimeError: simulated: no such op)"),
     ("slow", "the int4 kernel is slow here"),
 ])
-def test_a_missing_or_slow_kernel_falls_back_to_dense(tiny_gguf, cache, make_engine, monkeypatch, caplog,
+def test_a_missing_or_slow_kernel_falls_back_to_dense(tiny_q4_gguf, cache, make_engine, monkeypatch, caplog,
                                                        broken, reason):
     if broken == "missing":
         def no_kernel(*args, **kwargs):
@@ -177,8 +171,8 @@ def test_a_missing_or_slow_kernel_falls_back_to_dense(tiny_gguf, cache, make_eng
     else:
         monkeypatch.setattr(torch_int4, "MAX_SLOWDOWN", 0.0)
     with caplog.at_level(logging.WARNING, logger="engine.backends.torch_gguf"):
-        engine = make_engine(tiny_gguf, "torch", dtype="float32")
-    dense = make_engine(tiny_gguf, "torch", dtype="float32", quantize="none")
+        engine = make_engine(tiny_q4_gguf, "torch", dtype="float32")
+    dense = make_engine(tiny_q4_gguf, "torch", dtype="float32", quantize="none")
     assert engine.quantized == ""
     assert f"loading the GGUF's 4-bit tensors dense: {reason}" in caplog.text
     assert engine.capacity().weights_bytes == dense.capacity().weights_bytes

@@ -40,12 +40,8 @@ def logits_of(backend, split) -> np.ndarray:
 
 @pytest.mark.parametrize("weights", ["float32", "4-bit and 8-bit"])
 def test_a_positions_logits_do_not_depend_on_the_rows_of_its_step(make_engine, tiny_models, gguf_source,
-                                                                  tmp_path, weights):
-    from engine.models.sources import bundled_gguf
-    from tests.engine.gguf_tiny import write_tiny_gguf
-
-    source = gguf_source(tiny_models["llama"]) if weights == "float32" else \
-        write_tiny_gguf(tmp_path / "tiny-q.gguf", bundled_gguf("smollm2-135m-instruct"))
+                                                                  tiny_q4_gguf, weights):
+    source = gguf_source(tiny_models["llama"]) if weights == "float32" else tiny_q4_gguf
     engine = make_engine(source, "llamacpp", max_context=256, max_sessions=4)
     got = engine._call(lambda w: {name: logits_of(w.backend, split) for name, split in SPLITS.items()})
     reference = got.pop("one row a step")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import pytest
 
 from engine.correctness import reference as refcheck
-from engine.models.sources import bundled_gguf
-from tests.engine.gguf_tiny import write_tiny_gguf
 
 TOLERANCE = {  # backend: (between ways of prefilling, against the float32 reference)
     "torch": (1e-3, 1e-3),      # measured: 1.1e-5 / 1.3e-5
@@ -52,13 +50,12 @@ def test_every_way_of_prefilling_matches_the_float32_reference(make_engine, tiny
     assert refcheck.worst(rows, "vs_reference") <= reference
 
 
-def test_a_4bit_gguf_on_llamacpp_matches_its_dequantized_weights(make_engine, tmp_path, monkeypatch):
+def test_a_4bit_gguf_on_llamacpp_matches_its_dequantized_weights(make_engine, tiny_q4_gguf, tmp_path, monkeypatch):
     """Q4_0 weights take llama.cpp's repacked kernels on x86 (AVX2 too): the path AMX replaces."""
     pytest.importorskip("llama_cpp")
     monkeypatch.setenv("CONFAB_THREADS", "1")
     monkeypatch.setenv("CONFAB_CACHE", str(tmp_path / "cache"))
-    path = write_tiny_gguf(tmp_path / "tiny-q4.gguf", bundled_gguf("smollm2-135m-instruct"))
-    rows = run_check(make_engine(path, "llamacpp"))
+    rows = run_check(make_engine(tiny_q4_gguf, "llamacpp"))
     assert refcheck.worst(rows, "vs_one_call") <= Q4_TOLERANCE[0]
     assert refcheck.worst(rows, "vs_reference") <= Q4_TOLERANCE[1]
 

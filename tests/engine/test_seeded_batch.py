@@ -25,8 +25,9 @@ def _reply(stream) -> list:
 
 
 @pytest.mark.parametrize("extra", list(EXTRAS))
-def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, backend, extra):
-    engine = make_engine("bundled:smollm2-135m-instruct", backend, max_context=512)
+def test_a_seeded_reply_is_the_same_alone_or_batched(make_engine, tiny_models, backend, extra):
+    # A random tiny model's flat distributions tip on smaller logit differences than a trained one's.
+    engine = make_engine(tiny_models["llama"], backend, max_context=512)
     params = SamplingParams(temperature=1.0, max_tokens=24, seed=11, ignore_stop=True, **EXTRAS[extra])
     prompt = prompt_ids(engine, "Tell me a story about a lighthouse keeper")
     with engine.open_session() as session:

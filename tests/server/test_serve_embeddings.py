@@ -42,6 +42,7 @@ def test_serve_answers_embeddings_by_default(tiny_models):
         line = process.stdout.readline()
         assert "serving" in line, process.stderr.read()
         url = line.split(" at ")[-1].strip()
+        assert process.stdout.readline().startswith("context ")  # what the context costs, then embeddings
         assert DEFAULT_EMBEDDING_MODEL in process.stdout.readline()
         models = httpx.get(f"{url}/models", timeout=60).json()["data"]
         assert [m["id"] for m in models] == [str(tiny_models["llama"]), DEFAULT_EMBEDDING_MODEL]

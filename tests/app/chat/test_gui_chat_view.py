@@ -100,15 +100,16 @@ def test_code_block_copy_link_copies_only_that_code(view, qtbot):
         assert QApplication.clipboard().text() == code
 
 
-def test_regenerate_only_on_the_last_assistant_message(view, qtbot):
+def test_regenerate_on_every_stored_reply(view, qtbot):
     view.set_messages(1, conversation("a", "b", "c", "d"))
     shown = [not v.regenerate_button.isHidden() for v in views(view)]
-    assert shown == [False, False, False, True]
-    with qtbot.waitSignal(view.regenerate_requested, timeout=1000):
-        qtbot.mouseClick(views(view)[3].regenerate_button, Qt.MouseButton.LeftButton)
+    assert shown == [False, True, False, True]
+    with qtbot.waitSignal(view.regenerate_requested, timeout=1000) as asked:
+        qtbot.mouseClick(views(view)[1].regenerate_button, Qt.MouseButton.LeftButton)
+    assert asked.args == [views(view)[1].shown.id]
     view.add_pending("user", "e")
     view.add_pending("assistant", "")  # still being written: nothing to regenerate yet
-    assert not any(not v.regenerate_button.isHidden() for v in views(view))
+    assert views(view)[-1].regenerate_button.isHidden() and views(view)[-1].delete_button.isHidden()
 
 
 def test_edit_sends_the_new_text_for_that_message(view, qtbot):

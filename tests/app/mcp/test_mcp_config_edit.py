@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.mcp.config import ConfigError, ServerConfig, load_config
-from app.mcp.config_edit import add_server, check_writable, remove_server, set_limits
+from app.mcp.config_edit import add_server, check_writable, remove_server, set_limits, set_require_call
 
 NEW = ServerConfig("new", "prog", ("a",), {"K": "v"})
 
@@ -58,6 +58,14 @@ def test_remove_takes_out_only_that_server(tmp_path, text, expected):
     (tmp_path / "mcp.json").write_text(text)
     remove_server(tmp_path, "b")
     assert (tmp_path / "mcp.json").read_text() == expected
+
+
+def test_the_tool_call_rule_is_kept_in_place(tmp_path):
+    (tmp_path / "mcp.json").write_text('{"confab": {"stepLimit": 3, "theirs": true}, "mcpServers": {}}')
+    set_require_call(tmp_path, True)
+    assert (tmp_path / "mcp.json").read_text() == (
+        '{"confab": {"stepLimit": 3, "theirs": true, "requireToolCall": true}, "mcpServers": {}}')
+    assert load_config(tmp_path).require_call
 
 
 def test_the_limits_change_in_place(tmp_path):

@@ -112,6 +112,7 @@ def test_bad_server_entries_are_named(entry, message):
     ("[]", "must hold a JSON object"),
     ('{"mcpServers": []}', "must be an object of servers"),
     ('{"confab": {"stepLimit": 0}}', "stepLimit"),
+    ('{"confab": {"requireToolCall": "yes"}}', "requireToolCall must be true or false"),
 ])
 def test_a_bad_file_is_refused_with_the_reason(tmp_path, text, message):
     (tmp_path / "mcp.json").write_text(text)

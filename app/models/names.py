@@ -1,0 +1,12 @@
+"""One name per model, wherever the window shows it (title, status bar, Load model, a reply's
+"written by"): the engine names a bundled model by its source ("bundled:smollm2-135m-instruct"),
+which the window turns into the model's own name."""
+
+from __future__ import annotations
+
+BUNDLED_NAMES = {"bundled:smollm2-135m-instruct": "SmolLM2-135M-Instruct"}
+
+
+def display_name(name: str) -> str:
+    """The model's name as the user sees it; any name but a bundled source is kept as it is."""
+    return BUNDLED_NAMES.get(name, name)
