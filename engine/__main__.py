@@ -53,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
                             "at once (edit_speedup, chat_speedup, acceptance)")
     bench.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="with --speculative: drafts also come from this small model of the same vocabulary")
+    bench.add_argument("--retrieval", action="store_true",
+                       help="the document library's retrieval on Python's language reference (pydoc_data.topics): "
+                            "recall@1/@5 of vectors, BM25 and hybrid, and the embedding model's chunks/s")
+    bench.add_argument("--embedding-model", default=None, metavar="SOURCE",
+                       help="with --retrieval: the embedding model (default: the bundled one)")
     bench.add_argument("--vs-server", default=None, metavar="URL",
                        help="Confab's server beside the OpenAI-compatible server at URL (e.g. llama-server), the same "
                             "client for both: 1 and 8 clients, agent-shaped prompts cold and with a known prefix")

@@ -24,6 +24,11 @@ from ..errors import EngineError
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    if getattr(args, "retrieval", False):
+        from ..embeddings import DEFAULT_EMBEDDING_MODEL
+        from .retrieval import run_retrieval_bench
+
+        return run_retrieval_bench(args.embedding_model or DEFAULT_EMBEDDING_MODEL, args.json)
     if getattr(args, "speculative", False):
         from .speculative import EDIT_TOKENS, speculative_figures
 

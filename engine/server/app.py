@@ -1,5 +1,5 @@
 """The FastAPI application: API key check, CORS, models and sessions, and each API's routes
-(chat/, anthropic/, responses/), over an `EngineHost`.
+(chat/, anthropic/, responses/, embeddings/), over an `EngineHost`.
 
     host = EngineHost(engine)
     app = create_app(host, ServerSettings(api_key="secret"))
@@ -22,6 +22,7 @@ from ..errors import EngineError
 from . import errors, guard, route_common
 from .anthropic import routes as anthropic_api
 from .chat import routes as chat_routes
+from .embeddings import routes as embedding_routes
 from .errors import APIError
 from .host import EngineHost
 from .json_text import JSONResponse
@@ -94,10 +95,14 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
         engine = host.pool().engine
         card = _card(engine, started)
         aliases = [{**card, "id": name, "alias_of": engine.source} for name in host.names.aliases]
-        return {"object": "list", "data": [{**card, "id": engine.source}, *aliases]}
+        # the chat model stays first: clients that take the first model listed mean to chat with it
+        embedder = [embedding_routes.card(host.embedder, int(started))] if host.embedder is not None else []
+        return {"object": "list", "data": [{**card, "id": engine.source}, *aliases, *embedder]}
 
     @app.get("/v1/models/{model:path}")  # a model id may be a path
     async def model(model: str) -> dict:
+        if host.embedder is not None and model in embedding_routes.own_names(host.embedder):
+            return {**embedding_routes.card(host.embedder, int(started)), "id": model}
         engine = host.check_model(model).engine  # 404 for any other model
         alias = {"alias_of": engine.source} if model in host.names.aliases else {}
         return {**_card(engine, started), "id": model, **alias}
@@ -119,6 +124,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
 
     chat_routes.register(app, host)
     anthropic_api.register(app, host)
+    embedding_routes.register(app, host)
     return app
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional
 
 from .. import Engine, EngineConfig
 from ..cli.options import add_gpu_layers
-from ..errors import EngineError
+from ..embeddings import DEFAULT_EMBEDDING_MODEL, Embedder
+from ..errors import EngineError, ModelLoadError
 from ..models import DEFAULT_MODEL
 from .model_names import ModelNames, parse_alias, unknown_targets
 from .runner import DEFAULT_PORT, LOOPBACK, UnsafeBindError, bound_port, check_bind, make_server
@@ -46,6 +48,9 @@ def add_parser(sub) -> None:
     serve.add_argument("--any-model-name", action="store_true",
                        help="accept whatever model name a client sends (by default another name gets 404 "
                             "naming the served model); replies echo the name asked for")
+    serve.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="SOURCE",
+                       help=f"the model /v1/embeddings serves, loaded on its first request (default {DEFAULT_EMBEDDING_MODEL}; "
+                            "a sentence-embedding folder or .gguf; none: no embeddings)")
     add_gpu_layers(serve)
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
@@ -94,6 +99,11 @@ def run_serve(args: argparse.Namespace) -> int:
     except UnsafeBindError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    try:  # before the chat model loads: a wrong path is said at once (its weights load on first use)
+        embedder = embedding_model(args.embedding_model)
+    except EngineError as e:
+        print(f"error: --embedding-model: {e}", file=sys.stderr)
+        return 2
     print(f"loading {args.model} …", file=sys.stderr, flush=True)
     try:
         config = EngineConfig(backend=args.backend, dtype=args.dtype,
@@ -102,17 +112,21 @@ def run_serve(args: argparse.Namespace) -> int:
                               draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None))
         engine = Engine.load(args.model, config)
     except EngineError as e:
+        if embedder is not None:
+            embedder.close()
         print(f"error: {e}", file=sys.stderr)
         return 1
     wrong = unknown_targets(args.model_alias, engine)
     if wrong:
         engine.close()
+        if embedder is not None:
+            embedder.close()
         print(f"error: --model-alias {', '.join(wrong)}: TARGET must name the served model, {engine.source!r}",
               file=sys.stderr)
         return 2
-    host = EngineHost(engine)
+    host = EngineHost(engine, embedder=embedder)
     server = make_server(host, settings, args.host, args.port)
-    _announce_when_started(server, args, engine)
+    _announce_when_started(server, args, engine, embedder)
     try:
         server.run()  # returns after Ctrl+C (or SIGTERM): replies cancelled, connections closed
     except KeyboardInterrupt:  # uvicorn re-raises the captured Ctrl+C once it has shut down
@@ -120,11 +134,27 @@ def run_serve(args: argparse.Namespace) -> int:
     finally:
         host.close()  # sessions freed
         engine.close()
+        if embedder is not None:
+            embedder.close()
     print("stopped", file=sys.stderr, flush=True)
     return 0
 
 
-def _announce_when_started(server, args: argparse.Namespace, engine: Engine) -> None:
+def embedding_model(source: Optional[str]) -> Optional[Embedder]:
+    """The embedder to serve (its weights load on first use), or None for "none". The default one,
+    when its package is not installed, is left out with a note; one the user named must be there."""
+    if not source or source.lower() == "none":
+        return None
+    try:
+        return Embedder(source)
+    except ModelLoadError as e:
+        if source != DEFAULT_EMBEDDING_MODEL:
+            raise
+        print(f"note: no embeddings served: {e}", file=sys.stderr, flush=True)
+        return None
+
+
+def _announce_when_started(server, args: argparse.Namespace, engine: Engine, embedder: Optional[Embedder]) -> None:
     """Print the URL once uvicorn listens (with --port 0 only then is the port known)."""
     original = server.startup
 
@@ -139,6 +169,9 @@ def _announce_when_started(server, args: argparse.Namespace, engine: Engine) -> 
             if engine.draft_model:
                 print(f"drafting with {engine.draft_model}", flush=True)
             print(context_line(engine), flush=True)
+            if embedder is not None:
+                print(f"embeddings: {embedder.source} ({embedder.dimensions} dimensions, loaded on first use)",
+                      flush=True)
             print("Ctrl+C stops the server", file=sys.stderr, flush=True)
 
     server.startup = startup

@@ -76,11 +76,9 @@ def from_engine(error: engine_errors.EngineError) -> APIError:
 
 
 ENDPOINTS = ("this server answers /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses, "
-             "/v1/models and "
-             "/v1/sessions")
+             "/v1/embeddings, /v1/models and /v1/sessions")
 
 UNSUPPORTED = {
-    "/v1/embeddings": "embeddings",
     "/v1/audio/{rest:path}": "audio",
     "/v1/images/{rest:path}": "images",
 }

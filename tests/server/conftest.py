@@ -29,13 +29,22 @@ def tiny_engine(tiny_models):
     engine.close()
 
 
+@pytest.fixture(scope="session")
+def embedder():
+    """The bundled embedding model (its weights load on the first request that needs them)."""
+    from engine.embeddings import Embedder
+
+    with Embedder() as e:
+        yield e
+
+
 @pytest.fixture
 def serve() -> Callable[..., BackgroundServer]:
-    """serve(engine_or_None, **ServerSettings fields) -> a started server; all stopped at teardown."""
+    """serve(engine_or_None, embedder=None, **ServerSettings fields) -> a started server; all stopped at teardown."""
     started: list[BackgroundServer] = []
 
-    def start(engine, **settings) -> BackgroundServer:
-        server = BackgroundServer(EngineHost(engine), ServerSettings(**settings), port=0).start()
+    def start(engine, embedder=None, **settings) -> BackgroundServer:
+        server = BackgroundServer(EngineHost(engine, embedder=embedder), ServerSettings(**settings), port=0).start()
         started.append(server)
         return server
 

@@ -61,10 +61,10 @@ def test_models_retrieve_of_another_model_is_404(serve, tiny_engine):
     assert caught.value.code == "model_not_found"
 
 
-def test_embeddings_answer_a_clear_error(serve, tiny_engine):
-    api = client(serve(tiny_engine))
+def test_embeddings_without_an_embedding_model_answer_a_clear_error(serve, tiny_engine):
+    api = client(serve(tiny_engine))  # a host given no embedder, as `serve --embedding-model none`
     with pytest.raises(openai.NotFoundError) as caught:
         api.embeddings.create(model=tiny_engine.source, input="Hi")
-    assert "embeddings" in caught.value.message and "/v1/responses" in caught.value.message
+    assert "serves no embedding model" in caught.value.message
     unknown = http(serve(tiny_engine)).get("/v1/nothing-here").json()["error"]
     assert unknown["code"] == "not_found" and "/v1/chat/completions" in unknown["message"]

@@ -1,0 +1,1 @@
+"""OpenAI `/v1/embeddings` over the embedding model served beside the chat model."""
