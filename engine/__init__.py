@@ -24,7 +24,8 @@ from .reply.constraint import Constraint
 from .engine import Engine
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
                      DownloadError, DownloadStopped, DraftModelError, DraftModelFileError, EngineError,
-                     InvalidRequestError, ModelLoadError,
+                     ImageError, ImageFormatError, ImagesNotSupportedError, ImageTooLargeError,
+                     ImageUnreadableError, InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
 from .models.estimate import MemoryEstimate, estimate_memory
@@ -42,6 +43,7 @@ from .remote import (AuthenticationFailedError, ConnectionLostError, NotOpenAISe
                      RemoteError, RemoteSession, ServerUnreachableError, list_models, parse_remote_source,
                      remote_source)
 from .remote.errors import ReplyCutError
+from .images import image_part
 from .session import Session, Stream
 from .reply.toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
@@ -78,6 +80,11 @@ __all__ = [
     "DownloadStopped",
     "EngineError",
     "InvalidRequestError",
+    "ImageError",
+    "ImageFormatError",
+    "ImagesNotSupportedError",
+    "ImageTooLargeError",
+    "ImageUnreadableError",
     "ModelLoadError",
     "DraftModelError",
     "DraftModelFileError",
@@ -103,6 +110,7 @@ __all__ = [
     "Stream",
     "TokenLogprob",
     "check_model",
+    "image_part",
     "curated_models",
     "estimate_memory",
     "llama_library",
