@@ -9,6 +9,7 @@ are a few fixed fields.
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Optional
 
 from .errors import ImageFormatError, ImageTooLargeError, ImageUnreadableError
@@ -66,6 +67,9 @@ def check(data: bytes, name: str = "the image") -> str:
     if width * height > MAX_IMAGE_PIXELS:
         raise ImageTooLargeError(f"{name} is {width}×{height} pixels ({width * height / 1e6:.0f} megapixels); "
                                  f"images of up to {MAX_IMAGE_PIXELS / 1e6:.0f} megapixels are read: scale it down")
+    if found == "png" and not _png_intact(data):
+        # stb_image checks no PNG checksum: a damaged file would decode to wrong pixels without a word
+        raise ImageUnreadableError(f"{name} could not be read: the PNG file is damaged or cut short")
     if found == "jpeg" and b"\xff\xd9" not in data[-1024:]:
         # stb_image decodes a JPEG cut short without complaint (grey below the cut): refuse it here
         raise ImageUnreadableError(f"{name} could not be read: the JPEG file is cut short (its end marker is missing)")
@@ -105,3 +109,17 @@ def _jpeg_size(data: bytes) -> Optional[tuple[int, int]]:
             return width, height
         at += 2 + length
     return None
+
+
+def _png_intact(data: bytes) -> bool:
+    """Every chunk's CRC matches and the file reaches its IEND chunk."""
+    at = 8
+    while at + 12 <= len(data):
+        length = struct.unpack(">I", data[at:at + 4])[0]
+        end = at + 8 + length
+        if end + 4 > len(data) or zlib.crc32(data[at + 4:end]) != struct.unpack(">I", data[end:end + 4])[0]:
+            return False
+        if data[at + 4:at + 8] == b"IEND":
+            return True
+        at = end + 4
+    return False

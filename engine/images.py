@@ -27,7 +27,7 @@ DIGEST_BITS = 42
 
 def image_part(data: bytes) -> dict:
     """A message content part holding an image's bytes (PNG, JPEG, GIF or BMP)."""
-    return {"type": "image", "image": bytes(data)}
+    return {"type": "image", "image": data}
 
 
 def is_image_part(part: Any) -> bool:
