@@ -217,8 +217,9 @@ class Engine:
         return self._codec.tool_format
 
     def render_chat(self, messages: list[dict], tools: Optional[list[dict]] = None) -> str:
-        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens)."""
-        return self._codec.render(messages, tools=tools)
+        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens); an
+        image part shows as a marker (count its tokens with `chat_tokens`)."""
+        return self._codec.render(image_prompt.flatten(messages)[0], tools=tools)
 
     def tool_constraint(self, tools: list[dict], parallel: bool = True) -> Constraint:
         """A constraint that admits only calls of `tools` (OpenAI-shaped) in this model's format, with

@@ -169,6 +169,8 @@ class Session(SessionHandle):
         """Token ids of this session's history: prompt and reply tokens the state holds.
 
         The last sampled token of a reply is fed to the model lazily, at the start of the next turn.
+        An image's positions are negative ids made from a hash of its bytes (engine/images.py): they
+        compare like tokens, but `generate` takes vocabulary ids only (send images through `chat`).
         """
         return list(self._tokens)
 

@@ -173,10 +173,10 @@ def quiet_row_cost(monkeypatch):
 
 @pytest.fixture(scope="session")
 def vision_model(tokenizer_folder) -> Path:
-    """The tiny vision model's GGUF, with its mmproj-model.gguf beside it (tests/engine/vision_model.py):
+    """The tiny vision model's GGUF, with its mmproj-model.gguf beside it (engine/bench/vision_model.py):
     skipped only where this llama.cpp has no libmtmd, and failed instead under CONFAB_REQUIRE_LLAMA
     (CI builds libmtmd: there the image tests must run)."""
-    from tests.engine.vision_model import tiny_vision_model
+    from engine.bench.vision_model import tiny_vision_model
 
     require_libmtmd()
     return tiny_vision_model(tokenizer_folder) / "model.gguf"

@@ -1,5 +1,6 @@
-"""A tiny random-weight vision model (SmolVLM / Idefics3 shaped), written as a GGUF and its mmproj file
-by llama.cpp's own converter, so the image tests run on what real vision GGUFs are, with no download.
+"""Random-weight vision models (SmolVLM / Idefics3 shaped), written as a GGUF and its mmproj file by
+llama.cpp's own converter, so the image tests and `bench --vision` run on what real vision GGUFs are,
+with no download. A developer's tool: it needs transformers and the pinned llama.cpp sources.
 
 Seeded, float32, the bundled model's real tokenizer (plus the image tokens SmolVLM adds). Written once
 per machine into the user cache (keyed by this file and the converter's sources), like the bundled
@@ -14,9 +15,13 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_TOKENS = ("<fake_token_around_image>", "<image>", "<global-img>")
@@ -68,10 +73,12 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0, outtype: str = "f32") -> Path:
     """A folder holding `model.gguf` and `mmproj-model.gguf` (built once, then read from the cache)."""
+    import inspect
+
     from engine.models.sources import cache_dir
 
     script = converter()
-    key = hashlib.sha256(Path(__file__).read_bytes() + script.read_bytes()
+    key = hashlib.sha256(inspect.getsource(_build_hf).encode() + _RUN_CONVERTER.encode() + script.read_bytes()
                          + json.dumps([shape, seed, outtype], sort_keys=True).encode()
                          + (Path(tokenizer_folder) / "tokenizer.json").read_bytes()).hexdigest()[:16]
     out = cache_dir() / "test-models" / f"vision-{key}"
@@ -112,3 +119,15 @@ def _build_hf(out: Path, tokenizer_folder: Path, shape: dict, seed: int) -> Path
         shutil.copy(template, out / "chat_template.jinja")
     (out / "preprocessor_config.json").write_text(json.dumps({"image_mean": [0.5] * 3, "image_std": [0.5] * 3}))
     return out
+
+
+def png(width: int, height: int, seed: int = 0) -> bytes:
+    """A valid RGB PNG of seeded random pixels, written by hand (Pillow is no dependency)."""
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    raw = b"".join(b"\x00" + pixels[y].tobytes() for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + _png_chunk(b"IDAT", zlib.compress(raw)) + _png_chunk(b"IEND", b""))
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
