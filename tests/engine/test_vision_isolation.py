@@ -26,13 +26,28 @@ def _reply_beside(engine, messages, neighbours: int) -> list[int]:
     return got
 
 
-def test_an_image_sessions_reply_is_the_same_alone_and_beside_text_sessions(vision_engine):
+def test_an_image_sessions_reply_is_the_same_alone_and_beside_text_sessions(vision_engine, monkeypatch):
+    backend = vision_engine._worker.backend
+    step, step_image = backend.step, backend.step_image
+    images: list[int] = []
+
+    def text_only(items, rows=None):
+        assert not any(is_image_id(t) for _, tokens in items for t in tokens), "an image id in a joint step"
+        return step(items, rows)
+
+    def one_image(seq, span):
+        images.append(len(span.ids))
+        step_image(seq, span)
+
+    monkeypatch.setattr(backend, "step", text_only)
+    monkeypatch.setattr(backend, "step_image", one_image)
     messages = asking(png(64, 64, seed=1))
     alone = _reply_beside(vision_engine, messages, 0)
     assert len(alone) == REPLY
     for neighbours in (1, 3, 7):
         assert _reply_beside(vision_engine, messages, neighbours) == alone, f"beside {neighbours} text sessions"
     assert vision_engine._worker.together.joint > 0  # the text did step in joint rounds
+    assert images == [16] * 4  # each run's image decoded once, in a call of its own
 
 
 def test_two_sessions_with_different_images_never_see_each_others(vision_engine, make_engine, vision_model):
