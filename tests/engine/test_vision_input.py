@@ -118,3 +118,15 @@ def test_chat_tokens_are_what_a_fresh_session_prefills(vision_engine):
 def test_engine_config_checks_mmproj():
     with pytest.raises(InvalidRequestError, match="mmproj must be a path string"):
         EngineConfig(mmproj=3)
+
+
+def test_without_libmtmd_a_vision_model_loads_as_a_text_model_saying_how_to_get_images(make_engine, vision_model,
+                                                                                      monkeypatch):
+    from engine.backends import llamacpp_vision
+
+    monkeypatch.setattr(llamacpp_vision, "library", lambda: None)
+    engine = make_engine(vision_model, "llamacpp", max_context=256)
+    assert not engine.takes_images
+    assert "no libmtmd (built with -DLLAVA_BUILD=OFF): `python3 bootstrap.py setup` builds it" in engine.images_reason
+    with engine.open_session() as s, pytest.raises(ImagesNotSupportedError, match="no libmtmd"):
+        s.chat(asking(GOOD), greedy(4))
