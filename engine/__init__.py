@@ -30,7 +30,8 @@ from .retrieval import BM25, Hit, chunk_pages, chunk_text, fuse, hybrid
 from .retrieval import Chunk as DocumentChunk  # engine.Chunk is a reply's piece of text
 from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOverflowError, DiskFullError,
                      DownloadError, DownloadStopped, DraftModelError, DraftModelFileError, EngineError,
-                     InvalidRequestError, ModelLoadError,
+                     ImageError, ImageFormatError, ImagesNotSupportedError, ImageTooLargeError,
+                     ImageUnreadableError, InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
 from .models.estimate import MemoryEstimate, estimate_memory
@@ -48,6 +49,7 @@ from .remote import (AuthenticationFailedError, ConnectionLostError, NotOpenAISe
                      RemoteError, RemoteSession, ServerUnreachableError, list_models, parse_remote_source,
                      remote_source)
 from .remote.errors import ReplyCutError
+from .images import image_part
 from .session import Session, Stream
 from .reply.toolstream import CallDelta, CallStream
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
@@ -95,6 +97,11 @@ __all__ = [
     "DownloadStopped",
     "EngineError",
     "InvalidRequestError",
+    "ImageError",
+    "ImageFormatError",
+    "ImagesNotSupportedError",
+    "ImageTooLargeError",
+    "ImageUnreadableError",
     "ModelLoadError",
     "DraftModelError",
     "DraftModelFileError",
@@ -120,6 +127,7 @@ __all__ = [
     "Stream",
     "TokenLogprob",
     "check_model",
+    "image_part",
     "curated_models",
     "estimate_memory",
     "llama_library",

@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--speculative", action="store_true",
                        help="llama.cpp: tok/s with and without drafted tokens on code edits, free chat and 8 edits "
                             "at once (edit_speedup, chat_speedup, acceptance)")
+    bench.add_argument("--vision", action="store_true",
+                       help="images on llama.cpp: encode time and time to first token for a 512×512 image, and 8 "
+                            "sessions' decode with 2 images against all text (--model: a vision GGUF with its mmproj; "
+                            "default: random-weight SmolVLM-shaped models built here)")
     bench.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="with --speculative: drafts also come from this small model of the same vocabulary")
     bench.add_argument("--retrieval", action="store_true",

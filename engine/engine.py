@@ -17,7 +17,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import backends, capacity
+from . import backends, capacity, image_prompt
 from .reply import toolcalls
 from .capacity import text_config
 from .reply.constraint import Constraint, Guides
@@ -50,6 +50,8 @@ class Engine:
         self.source = source
         self.config = config
         self._ids = itertools.count(1)
+        self._vision = None
+        self._images_reason = ""
         # Not started yet: Engine.load starts it once it can stop it again on any exception.
         self._runner = Runner(f"confab-engine-{id(self):x}", lambda: _load(source, config, progress))
         # A dropped engine stops its thread; posting a stop never waits, so it is safe from the GC.
@@ -80,6 +82,9 @@ class Engine:
             engine.config, engine._codec = worker.config, worker.codec
             engine._vocab_size, engine.load_seconds = worker.vocab_size, worker.load_seconds
             engine._guides = Guides(worker.codec.tokenizer, worker.vocab_size)
+            engine._vision = getattr(worker.backend, "vision", None)
+            engine._images_reason = getattr(worker.backend, "images_reason", "") or (
+                f"images are read on llama.cpp, with the model's mmproj file; this model runs on {worker.backend.name}")
         return engine
 
     # -- facts -------------------------------------------------------------------------------------
@@ -186,10 +191,25 @@ class Engine:
                     tools: Optional[list[dict]] = None, thinking: Optional[bool] = None) -> list[int]:
         """The token ids a fresh session's `chat(messages, tools=tools, thinking=thinking)` prefills: the
         chat template's markers as control tokens, message content (tool results too) as text,
-        markers typed in it included."""
+        markers typed in it included. An image part gives its span: the model's text around it and
+        one negative id per position, made from a hash of its bytes (engine/images.py), so two
+        prompts share a prefix through an image only where it is the same image."""
         codec = self._codec
-        return codec.encode_chat(codec.render_traced(messages, continue_final=continue_final, tools=tools,
-                                                     thinking=thinking))
+        messages, images = image_prompt.flatten(messages)
+        rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools, thinking=thinking)
+        return image_prompt.encode(codec, rendered, 0, images, self._vision, self._images_reason)[0]
+
+    @property
+    def takes_images(self) -> bool:
+        """Whether messages may hold images (`engine.image_part`): a llama.cpp model with its vision
+        projector (EngineConfig.mmproj, or an mmproj*.gguf beside the model)."""
+        return self._vision is not None
+
+    @property
+    def images_reason(self) -> str:
+        """Whether and how the model takes images, or why not, in one line: "images through
+        mmproj-model.gguf (found beside the model)", "no mmproj*.gguf beside model.gguf: …"."""
+        return self._images_reason
 
     @property
     def tool_format(self) -> str:
@@ -197,8 +217,9 @@ class Engine:
         return self._codec.tool_format
 
     def render_chat(self, messages: list[dict], tools: Optional[list[dict]] = None) -> str:
-        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens)."""
-        return self._codec.render(messages, tools=tools)
+        """The prompt text `Session.chat` would feed for `messages` and `tools` (for counting tokens); an
+        image part shows as a marker (count its tokens with `chat_tokens`)."""
+        return self._codec.render(image_prompt.flatten(messages)[0], tools=tools)
 
     def tool_constraint(self, tools: list[dict], parallel: bool = True) -> Constraint:
         """A constraint that admits only calls of `tools` (OpenAI-shaped) in this model's format, with

@@ -46,6 +46,27 @@ class InvalidRequestError(EngineError):
     """Bad arguments: sampling values out of range, empty prompt, unknown option."""
 
 
+class ImageError(InvalidRequestError):
+    """An image in a message cannot be used; the message says why and what to do. Raised before
+    anything is queued: the session is left as it was."""
+
+
+class ImageUnreadableError(ImageError):
+    """The image's bytes are damaged or cut short."""
+
+
+class ImageFormatError(ImageError):
+    """The bytes are no image, or one of a format the model cannot read (WebP, HEIC, TIFF...)."""
+
+
+class ImageTooLargeError(ImageError):
+    """Too many bytes or pixels."""
+
+
+class ImagesNotSupportedError(ImageError):
+    """The loaded model reads text only (no vision projector, or a backend without images)."""
+
+
 class ReplyInterruptedError(EngineError):
     """A reply was cut off by something outside the engine (a remote connection dropped); the text
     that arrived is kept and the reply is stored `interrupted`."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import CapacityError
+from .images import span_floor
 
 if TYPE_CHECKING:
     from .steps import Slot
@@ -32,7 +33,7 @@ def take_shared_prefix(worker: "Worker", slot: "Slot", prompt: list[int], keep: 
     for other in worker.slots.values():
         if other is slot or other.state is None or other.parked is not None or len(other.fed) <= best:
             continue
-        n = min(common_prefix(other.fed, prompt), limit)
+        n = span_floor(prompt, min(common_prefix(other.fed, prompt), limit))  # never inside an image
         if n > best:
             best, donor = n, other
     if donor is None:

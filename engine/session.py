@@ -24,10 +24,12 @@ from .errors import (
     SessionClosedError,
     SessionPoisonedError,
 )
+from . import image_prompt
 from .handle import Failed, SessionHandle
 from .types import Chunk, EngineConfig, Reply, SamplingParams
 
 if TYPE_CHECKING:
+    from .image_prompt import ImageReader
     from .reply.text import TextCodec
 
 # How often a reader waiting for a chunk checks that the engine thread is still alive (a backstop:
@@ -41,6 +43,9 @@ class EngineLink(Protocol):
     config: EngineConfig
     _codec: "TextCodec"
     _vocab_size: int
+    _vision: Optional["ImageReader"]
+    """What reads images into prompt pieces where the model takes them, else None."""
+    _images_reason: str
 
     @property
     def _running(self) -> bool: ...
@@ -164,6 +169,8 @@ class Session(SessionHandle):
         """Token ids of this session's history: prompt and reply tokens the state holds.
 
         The last sampled token of a reply is fed to the model lazily, at the start of the next turn.
+        An image's positions are negative ids made from a hash of its bytes (engine/images.py): they
+        compare like tokens, but `generate` takes vocabulary ids only (send images through `chat`).
         """
         return list(self._tokens)
 
@@ -189,11 +196,19 @@ class Session(SessionHandle):
         it again (most drop it). `thinking` is the Think switch (`Engine.thinking_switch` says
         whether this model has one); None keeps the template's default.
 
+        A message's `content` may be a list of parts: `{"type": "text", "text": ...}` and
+        `engine.image_part(bytes)` (PNG, JPEG, GIF or BMP), where the model takes images
+        (`Engine.takes_images`). Each image is checked before anything is queued: an
+        `ImageError` (unreadable, unsupported format, too large, a text-only model) says why, and
+        the session stays as it was. An image is decoded once; a later turn that holds the same
+        image at the same place reuses it (its ids come from a hash of its bytes).
+
         When the conversation extends what this session already holds, only the new part is
         prefilled; the exact token ids of earlier replies are reused, so re-rendering the template
         does not break the match.
         """
         codec = self._engine._codec
+        messages, images = image_prompt.flatten(messages)  # checks every image first: nothing is queued for a bad one
         rendered = codec.render_traced(messages, continue_final=continue_final, tools=tools, thinking=thinking)
         text = rendered.text
         if continue_final:  # the reply goes on where it stopped: inside its reasoning or its answer
@@ -204,26 +219,29 @@ class Session(SessionHandle):
             start = codec.reply_start(thinking)
         splitter = codec.reasoning.splitter(start)
         key_text, key_tokens = self._chat_key
-        if key_text and text.startswith(key_text) and key_tokens == self._tokens:
-            prompt = list(key_tokens) + codec.encode_chat(rendered, len(key_text))
-        else:
-            prompt = codec.encode_chat(rendered)
-        return self._start(prompt, params, chat_text=text, splitter=splitter)
+        keyed = bool(key_text) and text.startswith(key_text) and key_tokens == self._tokens
+        new, spans = image_prompt.encode(codec, rendered, len(key_text) if keyed else 0, images,
+                                         self._engine._vision, self._engine._images_reason)
+        prompt = (list(key_tokens) if keyed else []) + new
+        return self._start(prompt, params, chat_text=text, splitter=splitter, images=spans)
 
     def generate(self, prompt_token_ids: Sequence[int], params: Optional[SamplingParams] = None) -> Stream:
         """Stream a continuation of `prompt_token_ids` (the whole sequence, not only the new part)."""
         return self._start(_token_list(prompt_token_ids), params, chat_text=None)
 
     def _start(self, prompt: list[int], params: Optional[SamplingParams], chat_text: Optional[str],
-               splitter=None) -> Stream:
+               splitter=None, images: Optional[dict] = None) -> Stream:
         _check_params(params)
         params = params or SamplingParams()
         params.validate()
         if not prompt:
             raise InvalidRequestError("the prompt is empty")
         vocab = self._engine._vocab_size
-        if any(t < 0 or t >= vocab for t in prompt):
+        shown = {i for span in (images or {}).values() for i in span.ids}  # an image's ids, from its bytes
+        if any(t >= vocab or t < 0 and t not in shown for t in prompt):
             raise InvalidRequestError(f"token ids must be in [0, {vocab})")
+        if prompt[-1] < 0:
+            raise InvalidRequestError("a prompt cannot end with an image: the model reads on from text")
         limit = self._engine.config.max_context
         if len(prompt) >= limit:
             raise ContextOverflowError(
@@ -235,7 +253,7 @@ class Session(SessionHandle):
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
             started = self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text,
-                                                                   requested, guide, splitter))
+                                                                   requested, guide, splitter, images))
         except BaseException:
             self._mark_idle()
             raise

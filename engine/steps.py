@@ -62,6 +62,8 @@ class Job:
     """Its drafting state (engine.drafts.speculative.DraftState) once it has decoded in a joint round."""
     admitted: int = 0
     """Order of admission into a shared K/V pool (kv_room): the youngest turn pauses first."""
+    images: dict = field(default_factory=dict)
+    """The prompt's images (engine.images.ImageSpan) by their first id: what an image id in `pending` is."""
 
     def chunk(self, text: str, token_ids: tuple, *end: Any, final: bool = False, logprobs: tuple = ()) -> Chunk:
         """A chunk of `text` with its reasoning apart; `final` also takes what the splitter held."""

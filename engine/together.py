@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from .images import is_image_id
 from .reply.sampling import steps_alone
 from .drafts.speculative import Speculator, drafted
 
@@ -46,9 +47,10 @@ class Together:
             if not job.pending:
                 (alone if steps_alone(job.params) else items).append((job, slot, [job.generated[-1]]))
             elif budget > 0:  # else this prompt waits for the next round's share
-                feed = job.pending[:budget]
+                feed = _next_piece(job, budget)
                 budget -= len(feed)
-                items.append((job, slot, feed))
+                # an image decodes alone: its own calls, never beside another session's rows
+                (alone if is_image_id(feed[0]) else items).append((job, slot, feed))
         decoding = [item for item in items if not item[0].pending]
         prompt_rows = sum(len(feed) for job, _, feed in items if job.pending)
         self.speculator.plan(decoding, alone, prompt_rows, budget)
@@ -95,6 +97,10 @@ class Together:
         feeds = [(slot.state, feed) for _, slot, feed in items]
         rows = [len(feed) if drafted(job, feed) else 1 for job, _, feed in items]
         began = time.perf_counter()
+        if len(items) == 1 and is_image_id(feeds[0][1][0]):  # an image: no logits, it never ends a prompt
+            job, slot, feed = items[0]
+            backend.step_image(slot.state, job.images[feed[0]])
+            return [None]
         with backend.compute():
             if max(rows) > 1:  # every item then gets its rows; the undrafted ones only need their last
                 out = [o if n > 1 else o[-1] for o, n in zip(backend.step(feeds, rows), rows)]
@@ -112,3 +118,14 @@ class Together:
             job.pending = job.pending[len(feed):]
             job.prefilled += len(feed)
         self.worker._after_forward(job, slot, feed, logits, self.worker.backend.state_nbytes(slot.state))
+
+
+def _next_piece(job: "Job", budget: int) -> list[int]:
+    """What of `job`'s pending prompt goes into this round: a whole image span, or text up to
+    `budget` tokens that stops before the next image."""
+    pending = job.pending
+    if is_image_id(pending[0]):
+        return list(job.images[pending[0]].ids)
+    end = min(budget, len(pending))
+    cut = next((i for i in range(end) if is_image_id(pending[i])), end)
+    return pending[:cut]

@@ -55,6 +55,11 @@ class EngineConfig:
     """llama.cpp: a new turn whose prompt starts with tokens another live session holds shares those
     cells instead of computing them again (engine/prefix_share.py); the same tokens either way."""
 
+    mmproj: Optional[str] = None
+    """llama.cpp: the vision projector (an `mmproj` .gguf) that lets the model read images in messages.
+    None: an `mmproj*.gguf` beside the model file, if there is one (how LM Studio and the Hugging Face
+    repos lay them out); "": none, the model reads text only. `Engine.takes_images` says the outcome."""
+
     gpu_layers: Optional[int] = None
     """llama.cpp: how many of the model's layers go on the GPU (its blocks from the last back, then the
     output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
@@ -77,6 +82,8 @@ class EngineConfig:
         if self.gpu_layers is not None and not (_is_int(self.gpu_layers) and self.gpu_layers >= 0):
             raise InvalidRequestError(f"gpu_layers must be a whole number of layers (0 or more) or None for "
                                       f"as many as fit, not {self.gpu_layers!r}")
+        if self.mmproj is not None and not isinstance(self.mmproj, str):
+            raise InvalidRequestError(f"mmproj must be a path string, '' or None, not {self.mmproj!r}")
         if self.draft_model is not None and not isinstance(self.draft_model, str):
             raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):

@@ -22,6 +22,7 @@ from .steps import Job, Slot
 from .kv_room import Room
 from .prefix_share import common_prefix, take_shared_prefix
 from .together import Together
+from .images import span_floor
 from .types import Chunk, GenerationStats
 
 if TYPE_CHECKING:
@@ -164,11 +165,11 @@ class Worker:
 
     # -- jobs --------------------------------------------------------------------------------------
     def start_job(self, session, prompt, params, out, cancel, chat_text, requested: float,
-                  guide=None, splitter=None) -> Optional[CapacityError]:
+                  guide=None, splitter=None, images=None) -> Optional[CapacityError]:
         """Start a reply; the refusal when the engine cannot admit it (also put on its stream),
-        which `Stream.admitted` raises."""
+        which `Stream.admitted` raises. `images`: the prompt's image spans by first id (engine/images.py)."""
         job = Job(session, prompt, params, out, cancel, chat_text, started=requested, guide=guide,
-                  splitter=splitter)
+                  splitter=splitter, images=images or {})
         try:
             self._start(job)
         except CapacityError as e:  # refused before any compute: the session stays as it was
@@ -188,14 +189,15 @@ class Worker:
             self._deliver_end(job, None, "cancelled")
             return
         if self.room is not None:
-            keep = min(common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed))
+            keep = span_floor(prompt, min(common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed)))
             self.room.admit(slot, job, keep)
         job.sampler = make_sampler(job.params)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
         common = common_prefix(history, prompt)
         # Reuse the longest resident prefix; always leave at least one prompt token to compute logits.
-        keep = min(common, len(prompt) - 1, len(slot.fed))
+        # An image is one unit: a prefix that ends inside one keeps none of it (engine/images.py).
+        keep = span_floor(prompt, min(common, len(prompt) - 1, len(slot.fed)))
         if keep < len(slot.fed):
             if keep > 0 and slot.state is not None and self.backend.trim(slot.state, len(slot.fed) - keep):
                 slot.fed = slot.fed[:keep]

@@ -59,10 +59,11 @@ MODEL_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemm
 """transformers loads these lazily by name; PyInstaller cannot see such imports, so the spec lists them."""
 
 LLAMA_PACKAGE = "llama_cpp"
-LLAMA_PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"
+LLAMA_PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAVA_BUILD=ON -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"
 """How the installers' llama.cpp is built: not for the build machine's CPU (a native build on an
 AVX-512 machine stops with "illegal instruction" on an AVX2 one) but ggml's portable default (x86-64:
-AVX2/FMA/F16C; Apple Silicon: the M1 baseline, with Metal); OpenMP and llamafile off as in bootstrap.py.
+AVX2/FMA/F16C; Apple Silicon: the M1 baseline, with Metal); libmtmd (images) built, OpenMP and llamafile
+off, as in bootstrap.py.
 CONFAB_LLAMA_CMAKE_ARGS replaces it (a CUDA build for a GPU installer, say)."""
 LLAMA_DIR_ENV = "CONFAB_LLAMA_DIR"
 """A folder holding the llama_cpp package to bundle (packaging/build_llama.py fills it); without it the

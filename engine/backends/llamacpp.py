@@ -14,6 +14,8 @@ used and freed only on the engine thread (a llama.cpp context is not thread-safe
 - Sampling stays in the engine's numpy sampler: `step` returns float32 logits, one row per sequence.
 - Save/restore: the sequence's bytes in the engine's safetensors state file (llamacpp_state.py).
 - On a GPU build, as many layers as fit go on the GPU, the pool sized beside them (llamacpp_offload.py).
+- Images: the model's vision projector through libmtmd (llamacpp_vision.py); an image is decoded into
+  its session's sequence alone (`step_image`), then the session joins the joint rounds again.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, KV_BYTES, POOL_SE
                                errors_said, init_library)
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
+from .llamacpp_vision import Vision, open_vision
 from .native import backends_in
 from .thread_policy import ThreadPolicy
 from .torch_threads import thread_count
@@ -96,6 +99,10 @@ class LlamaCppBackend:
         self.n_ubatch = 0
         self.cells: Optional[CellOrder] = None
         """Keeps each sequence's cells in position order (llamacpp_cells.py), so neighbours never change its logits."""
+        self.vision: Optional[Vision] = None
+        """The vision projector where the model takes images (set by load), else None."""
+        self.images_reason = "this model reads text only"
+        """Whether and how the model takes images, or why not, in one line (set by load)."""
 
     # -- load --------------------------------------------------------------------------------------
     def load(self, path: Path, config: dict, plain_why: str = "", cpu_why: str = "") -> None:
@@ -122,6 +129,8 @@ class LlamaCppBackend:
         self.placement = offload_plan.Placement(card.backend if card else "", card.description if card else "",
                                                 offload.layers, offload.total, why)
         self.device = self.placement.device
+        self.vision, self.images_reason = open_vision(self.model, self._path, getattr(self.config, "mmproj", None),
+                                                      self.threads, offload.layers > 0, self._batch_size, self.n_ubatch)
 
     def _plan_offload(self, devices: list) -> "offload_plan.Offload":
         """How many layers go on the GPU (none without one) and the pool they leave room for."""
@@ -243,6 +252,9 @@ class LlamaCppBackend:
             self.ctx, self._mem = None, None
         free_pool(self._threadpool)
         self._threadpool = None
+        if self.vision is not None:
+            self.vision.close()
+            self.vision = None
         if self.model is not None:
             lc.llama_model_free(self.model)
             self.model = None
@@ -340,6 +352,19 @@ class LlamaCppBackend:
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out
+
+    def step_image(self, seq: Seq, span) -> None:
+        """Decode one image chunk (an engine.images.ImageSpan) into `seq`, alone in its calls; on
+        error, `seq` is left as it was. No logits: an image never ends a prompt."""
+        n = len(span.ids)
+        self.cells.make_room(n, self._live)
+        try:
+            self.vision.evaluate(self.ctx, span, seq.id, seq.n_past)
+        except BaseException:
+            self.cells.undo_step(seq.id, seq.n_past)
+            raise
+        self.cells.placed(n, (seq.id, seq.n_past, seq.n_past + n))
+        seq.n_past += n
 
     def _logits(self, row: int) -> np.ndarray:
         return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()

@@ -51,6 +51,17 @@ def run_bench(args: argparse.Namespace) -> int:
         print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
         return 0
     args.tokens = args.tokens or 64
+    if getattr(args, "vision", False):
+        from ..models import DEFAULT_MODEL
+        from .vision import vision_figures
+
+        try:
+            figures = vision_figures(None if args.model == DEFAULT_MODEL else args.model, say, args.tokens)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
+        return 0
     if getattr(args, "vs_server", None):
         from .vs_server import vs_server
 

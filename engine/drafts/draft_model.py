@@ -60,7 +60,7 @@ class DraftModel:
             raise DraftModelFileError(f"the draft model must be a .gguf file (llama.cpp), not {Path(path).name}")
         # The same sessions as the main model, in a pool sized as the main model's default.
         backend = LlamaCppBackend("cpu" if target.device == "cpu" else "auto", "auto",
-                                  dataclasses.replace(config, memory_budget=None))
+                                  dataclasses.replace(config, memory_budget=None, mmproj=""))
         try:
             backend.load(path, {})
         except EngineError as e:

@@ -62,5 +62,7 @@ class LookupIndex:
         for n in range(min(MAX_NGRAM, len(tokens)), MIN_NGRAM - 1, -1):
             start = self.follow[n].get(tuple(tokens[len(tokens) - n:]))
             if start is not None:
-                return tokens[start:start + k], n
+                draft = tokens[start:start + k]
+                cut = next((i for i, t in enumerate(draft) if t < 0), len(draft))  # an image's ids: never drafted
+                return draft[:cut], n
         return [], 0

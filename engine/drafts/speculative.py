@@ -209,7 +209,7 @@ class Speculator:
         model = self.worker.draft_model
         wants, accepts = [], []
         for (job, slot, feed), (state, proposal) in zip(decoding, proposals):
-            if state is not None and state.accept >= MODEL_MIN_ACCEPT:
+            if state is not None and state.accept >= MODEL_MIN_ACCEPT and not job.images:  # it reads text only
                 k = min(self._room(job, slot), 1 + round(state.accept / (1.0 - state.accept)))
                 if k > 0:
                     wants.append((job.session.id, slot.fed + feed[:1], k))

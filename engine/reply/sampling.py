@@ -36,7 +36,7 @@ def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty
     if penalty == 1.0 or not history:
         return logits
     seen = np.unique(np.asarray(history, dtype=np.int64))
-    seen = seen[seen < len(logits)]
+    seen = seen[(seen >= 0) & (seen < len(logits))]  # image ids (engine/images.py) are no vocabulary entry
     out = logits.copy()
     values = out[seen]
     out[seen] = np.where(values > 0, values / penalty, values * penalty)

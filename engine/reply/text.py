@@ -265,6 +265,11 @@ class TextCodec:
         with self._lock:
             return self._encode_chat(rendered.text[start:], start, rendered)
 
+    def encode_chat_range(self, rendered: Rendered, start: int, end: int) -> list[int]:
+        """`encode_chat` of `rendered.text[start:end]` alone (the text between two images)."""
+        with self._lock:
+            return self._encode_chat(rendered.text[start:end], start, rendered) if end > start else []
+
     def _encode_chat(self, text: str, start: int, rendered: Rendered) -> list[int]:
         spans = [(max(a - start, 0), b - start) for a, b in (rendered.content or ()) if b > start]
         whole = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)

@@ -169,3 +169,34 @@ def quiet_row_cost(monkeypatch):
     from engine.drafts.model_cost import RowCost
 
     monkeypatch.setattr(RowCost, "ratio", lambda self: QUIET_ROW_COST)
+
+
+@pytest.fixture(scope="session")
+def vision_model(tokenizer_folder) -> Path:
+    """The tiny vision model's GGUF, with its mmproj-model.gguf beside it (engine/bench/vision_model.py):
+    skipped only where this llama.cpp has no libmtmd, and failed instead under CONFAB_REQUIRE_LLAMA
+    (CI builds libmtmd: there the image tests must run)."""
+    from engine.bench.vision_model import tiny_vision_model
+
+    require_libmtmd()
+    return tiny_vision_model(tokenizer_folder) / "model.gguf"
+
+
+def require_libmtmd() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        why = "llama-cpp-python is not installed"
+    else:
+        from engine.backends.llamacpp_vision import library
+
+        why = None if library() is not None else "this llama.cpp build has no libmtmd (built with -DLLAVA_BUILD=OFF)"
+    if why is None:
+        return
+    if os.environ.get("CONFAB_REQUIRE_LLAMA", "") not in ("", "0"):
+        pytest.fail(f"{why}, and CONFAB_REQUIRE_LLAMA is set: bootstrap builds it with libmtmd, so images must be tested")
+    pytest.skip(f"{why}: images cannot be tested")
+
+
+@pytest.fixture
+def vision_engine(make_engine, vision_model) -> Engine:
+    """The tiny vision model on llama.cpp, its projector found beside it."""
+    return make_engine(vision_model, "llamacpp", max_context=1024)

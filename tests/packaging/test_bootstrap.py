@@ -118,8 +118,8 @@ def test_llama_cpp_is_a_pinned_dependency_on_every_platform():
 
 
 @pytest.mark.parametrize("environ, cmake_args", [
-    ({}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
-    ({"CMAKE_ARGS": "  "}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
+    ({}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=ON -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
+    ({"CMAKE_ARGS": "  "}, "-DGGML_NATIVE=ON -DLLAVA_BUILD=ON -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF"),
     ({"CMAKE_ARGS": "-DGGML_CUDA=on"}, "-DGGML_CUDA=on"),  # the user's own, untouched
     ({"CMAKE_ARGS": "-DGGML_VULKAN=on -DGGML_OPENMP=ON"}, "-DGGML_VULKAN=on -DGGML_OPENMP=ON"),
 ])
@@ -207,6 +207,21 @@ def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout,
         "requirement": "llama-cpp-python==0.3.17", "cmake_args": "-DGGML_CUDA=on", "ok": True}
     bootstrap.ensure_venv("")
     assert len(pip.calls) == 9
+
+
+def test_a_build_made_before_libmtmd_was_built_is_rebuilt_once(checkout):
+    """Builds recorded with -DLLAVA_BUILD=OFF (before images) are replaced by one with libmtmd, once."""
+    root, pip = checkout
+    old = bootstrap.LLAMA_CPU_CMAKE_ARGS.replace("-DLLAVA_BUILD=ON", "-DLLAVA_BUILD=OFF")
+    assert old != bootstrap.LLAMA_CPU_CMAKE_ARGS
+    bootstrap.ensure_venv("")
+    (root / ".venv" / "confab-llama").write_text(json.dumps({"requirement": LLAMA, "cmake_args": old, "ok": True}))
+    bootstrap.ensure_venv("")
+    assert pip.llama_calls()[-1] == ([LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"],
+                                     bootstrap.LLAMA_CPU_CMAKE_ARGS)
+    calls = len(pip.calls)
+    bootstrap.ensure_venv("")
+    assert len(pip.calls) == calls, "nothing to do the second time"
 
 
 def test_a_failed_rebuild_keeps_the_build_installed_before(checkout, monkeypatch, capsys):
