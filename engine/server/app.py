@@ -147,13 +147,16 @@ def _authorization(request: Request) -> str:
 def _card(engine, started: float) -> dict:
     """An OpenAI model object, plus Confab's `drafting`: whether replies are sped up by drafted tokens
     (llama.cpp's lookups; `draft_model` names the small model that also guesses, when one is loaded),
-    and `runs_on`: the backend, the device and, for llama.cpp on a GPU, the card and layers on it."""
+    `runs_on`: the backend, the device and, for llama.cpp on a GPU, the card and layers on it, and
+    `takes_images` with `images`: whether messages may hold images, and how or why not."""
     try:
         on = bool(getattr(getattr(engine, "config", None), "speculative", False)) and engine.backend == "llamacpp"
         draft = (getattr(engine, "draft_model", "") or None) if on else None
         runs_on = {"backend": engine.backend, "device": engine.device,
                    "placement": getattr(engine, "placement", "") or None}
+        images = {"takes_images": bool(getattr(engine, "takes_images", False)),
+                  "images": getattr(engine, "images_reason", "") or None}
     except EngineError:  # the engine stopped under the server: the list still answers, drafting off
-        on, draft, runs_on = False, None, None
+        on, draft, runs_on, images = False, None, None, {"takes_images": False, "images": None}
     return {"object": "model", "created": int(started), "owned_by": "confab",
-            "drafting": {"enabled": on, "draft_model": draft}, "runs_on": runs_on}
+            "drafting": {"enabled": on, "draft_model": draft}, "runs_on": runs_on, **images}

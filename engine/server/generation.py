@@ -18,6 +18,7 @@ from ..errors import CapacityError
 from ..reply.text import clean
 from . import limits
 from .errors import APIError, bad_request, capacity_full
+from .image_input import text_length
 from .pool import DELETED, Lease, SessionPool
 from .stops import StopMatcher
 
@@ -77,7 +78,7 @@ def chat_prompt(engine: Engine, messages: list[dict], tools: Optional[list[dict]
     prefill them (message content and tool results as text), for pool matching and the context check."""
     if not getattr(engine.tokenizer, "chat_template", None):
         raise bad_request("this model has no chat template; use /v1/completions", "no_chat_template")
-    limits.check_chars(engine, sum(len(m["content"] or "") for m in messages))
+    limits.check_chars(engine, sum(text_length(m["content"]) for m in messages))
     return engine.chat_tokens(messages, continue_final=continue_final, tools=tools, thinking=thinking)
 
 

@@ -155,7 +155,8 @@ def test_a_final_assistant_message_is_continued(serve, tiny_engine):
 
 @pytest.mark.parametrize("messages, words", [
     ([{"role": "user", "content": [{"type": "video", "url": "x"}]}], "unknown or misplaced content block type 'video'"),
-    ([{"role": "user", "content": [{"type": "image", "source": {}}]}], "image content is not supported"),
+    ([{"role": "user", "content": [{"type": "image", "source": {}}]}], "only base64 images are taken"),
+    ([{"role": "user", "content": [{"type": "document", "source": {}}]}], "document content is not supported"),
     (ASK + [{"role": "assistant", "content": "Let me check."},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}],
      "tool_result for tool_use_id 'toolu_1'"),

@@ -155,9 +155,12 @@ def _messages(messages: list[Message]) -> list[dict]:
             out.append(_assistant(blocks, where))
             called = {c["id"] for c in out[-1].get("tool_calls") or []}
             continue
-        texts = []
+        texts, images = [], []
         for j, block in enumerate(blocks):
             kind = _kind(block, f"{where}.{j}", ("text", "tool_result", "image", "document"))
+            if kind == "image":
+                images.append((len(texts), _image(block, f"{where}.{j}")))
+                continue
             if kind == "tool_result":
                 use_id = block.get("tool_use_id")
                 if not isinstance(use_id, str) or use_id not in called:
@@ -169,7 +172,14 @@ def _messages(messages: list[Message]) -> list[dict]:
                             "content": f"Error: {result}" if block.get("is_error") else result})
             else:
                 texts.append(_text([block], f"{where}.{j}"))
-        if texts or not blocks:
+        if images:  # the text between images kept in place, each image an image_url part
+            parts: list[dict] = []
+            for k, text in enumerate(texts + [None]):
+                parts += [image for at, image in images if at == k]
+                if text is not None:
+                    parts.append({"type": "text", "text": text if k == 0 else "\n\n" + text})
+            out.append({"role": "user", "content": parts})
+        elif texts or not blocks:
             out.append({"role": "user", "content": "\n\n".join(texts)})
         called = set()
     return out
@@ -196,10 +206,23 @@ def _assistant(blocks: list, where: str) -> dict:
     return message
 
 
+def _image(block: dict, where: str) -> dict:
+    """An image block (base64 source) as a chat image_url part; a URL source is refused by name."""
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        kind = source.get("type") if isinstance(source, dict) else None
+        raise bad_request(f"{where}.source: only base64 images are taken ({{'type': 'base64', 'media_type', "
+                          f"'data'}}), not {kind!r}: this server does not fetch images from the web")
+    media, data = source.get("media_type"), source.get("data")
+    if not isinstance(media, str) or not isinstance(data, str):
+        raise bad_request(f"{where}.source needs media_type and data (base64)")
+    return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}}
+
+
 def _kind(block: Any, where: str, allowed: tuple[str, ...]) -> str:
     kind = block.get("type") if isinstance(block, dict) else None
-    if kind in ("image", "document"):
-        raise bad_request(f"{where}: {kind} content is not supported by this text model")
+    if kind == "document" or kind == "image" and kind not in allowed:
+        raise bad_request(f"{where}: {kind} content is not supported here")
     if kind not in allowed:
         raise bad_request(f"{where}: unknown or misplaced content block type {kind!r} (expected one of "
                           f"{', '.join(a for a in allowed if a not in ('image', 'document'))})")

@@ -13,6 +13,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..errors import bad_request
+from ..image_input import from_data_url
 from .tool_schemas import ResponseFormat, Tool, ToolCallIn, ToolChoice
 
 MAX_STOP = 4
@@ -40,9 +42,23 @@ class TextPart(_Strict):
     """A prompt-caching hint some clients add (Anthropic's form); caching here is automatic."""
 
 
+class ImageURL(_Strict):
+    url: str
+    """A data URL (data:image/png;base64,…); web addresses are refused (engine/server/image_input.py)."""
+    detail: Optional[Literal["auto", "low", "high"]] = None
+    """Accepted and ignored: the model's own preprocessor decides the size it sees."""
+
+
+class ImagePart(_Strict):
+    """An image in a user message, for a model that reads images (its mmproj loaded)."""
+
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
 class ChatMessage(_Strict):
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Union[str, list[TextPart], None] = None
+    content: Union[str, list[Union[TextPart, ImagePart]], None] = None
     name: Optional[str] = None
     tool_calls: Optional[list[ToolCallIn]] = None
     tool_call_id: Optional[str] = Field(default=None, max_length=200)
@@ -65,13 +81,21 @@ class ChatMessage(_Strict):
             raise ValueError("messages with function_call (use tool_calls) or audio are not supported")
         return self
 
-    def as_engine(self) -> dict:
+    def as_engine(self, index: int = 0) -> dict:
         """{"role", "content"} as the chat template expects (developer is the newer name of system),
         with `tool_calls` / `tool_call_id` where the message has them, and "reasoning" for an
-        assistant message that carries its reasoning."""
+        assistant message that carries its reasoning. Content with images stays a list of parts,
+        each image as the engine's image part (its bytes)."""
         content = self.content or ""
-        text = content if isinstance(content, str) else "".join(p.text for p in content)
-        message = {"role": "system" if self.role == "developer" else self.role, "content": text}
+        if isinstance(content, list) and not any(isinstance(p, ImagePart) for p in content):
+            content = "".join(p.text for p in content)
+        elif isinstance(content, list):
+            if self.role != "user":
+                raise bad_request(f"messages[{index}]: images go in user messages, not {self.role} ones",
+                                  "invalid_image")
+            content = [from_data_url(p.image_url.url, f"messages[{index}].content[{j}]") if isinstance(p, ImagePart)
+                       else {"type": "text", "text": p.text} for j, p in enumerate(content)]
+        message = {"role": "system" if self.role == "developer" else self.role, "content": content}
         if self.tool_calls:
             message["tool_calls"] = [c.model_dump() for c in self.tool_calls]
         if self.tool_call_id is not None:
@@ -170,7 +194,7 @@ class ChatCompletionRequest(_Sampling):
         return self.max_completion_tokens or self.max_tokens
 
     def engine_messages(self) -> list[dict]:
-        return [m.as_engine() for m in self.messages]
+        return [m.as_engine(i) for i, m in enumerate(self.messages)]
 
 
 class CompletionRequest(_Sampling):

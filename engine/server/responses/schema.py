@@ -130,7 +130,7 @@ def chat_messages(items: list[dict]) -> list[dict]:
             role = _need(item, "role", i)
             if role not in ("user", "assistant", "system", "developer"):
                 raise bad_request(f"input[{i}].role must be user, assistant, system or developer, not {role!r}")
-            out.append({"role": role, "content": _text(item.get("content"), i)})
+            out.append({"role": role, "content": _content(item.get("content"), i)})
         elif kind == "function_call":
             call_id, name = _need(item, "call_id", i), _need(item, "name", i)
             call = {"id": call_id, "type": "function",
@@ -211,6 +211,25 @@ def _need(item: dict, key: str, i: int) -> Any:
     return value
 
 
+def _content(content: Any, i: int) -> Any:
+    """A message's content: its text, or, where it holds `input_image` parts, chat parts with the
+    images as `image_url` parts (a data URL; a file id or a web address is refused by name)."""
+    if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") == "input_image"
+                                                for p in content):
+        return _text(content, i)
+    parts = []
+    for j, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "input_image":
+            url = part.get("image_url")
+            if not isinstance(url, str) or not url:
+                raise bad_request(f"input[{i}].content[{j}]: input_image needs image_url (a data URL); file ids "
+                                  "are not supported here", "invalid_image")
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "text", "text": _text([part], i)})
+    return parts
+
+
 def _text(content: Any, i: int) -> str:
     """A message's text: a string, or its text parts joined; other parts are refused by name."""
     if content is None:
@@ -227,6 +246,6 @@ def _text(content: Any, i: int) -> str:
         elif kind in TEXT_PARTS and isinstance(part.get("text"), str):
             texts.append(part["text"])
         else:
-            raise bad_request(f"input[{i}]: content part {kind!r} is not supported; this model reads text "
-                              "(input_text, output_text)", "unsupported_content")
+            raise bad_request(f"input[{i}]: content part {kind!r} is not supported here (input_text, "
+                              "output_text, input_image)", "unsupported_content")
     return "".join(texts)
