@@ -35,6 +35,18 @@ def run_bench(args: argparse.Namespace) -> int:
             return 1
         print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
         return 0
+    if getattr(args, "repetition", False):
+        from .repetition import print_table, repetition_figures
+
+        backend = args.backend[0] if args.backend != ["all"] else "auto"
+        try:
+            figures = repetition_figures(args.model, say, backend=backend, prompts=args.prompts,
+                                         tokens=args.tokens or 256)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures)) if args.json else print_table(figures)
+        return 0
     args.tokens = args.tokens or 64
     if getattr(args, "vs_server", None):
         from .vs_server import vs_server
