@@ -27,7 +27,7 @@ from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOve
                      InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
-from .models.estimate import MemoryEstimate, estimate_memory
+from .models.estimate import MemoryEstimate, estimate_memory, trained_context
 from .models import DEFAULT_MODEL
 from .backends.native import LlamaLibrary, llama_library
 from .models.hub import Hit as SearchHit
@@ -105,6 +105,7 @@ __all__ = [
     "check_model",
     "curated_models",
     "estimate_memory",
+    "trained_context",
     "llama_library",
     "repo_options",
     "search_models",

@@ -56,6 +56,10 @@ class EngineConfig:
     output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
     none (the CPU only). Ignored where the llama.cpp build has no GPU."""
 
+    threads: Optional[int] = None
+    """CPU threads that compute (torch on the CPU, llama.cpp). None: the usable physical cores, or
+    CONFAB_THREADS where set. torch's count is process-wide: the last engine loaded sets it."""
+
     def __post_init__(self) -> None:
         for name in ("backend", "device", "dtype"):
             if not isinstance(getattr(self, name), str):
@@ -73,6 +77,9 @@ class EngineConfig:
         if self.gpu_layers is not None and not (_is_int(self.gpu_layers) and self.gpu_layers >= 0):
             raise InvalidRequestError(f"gpu_layers must be a whole number of layers (0 or more) or None for "
                                       f"as many as fit, not {self.gpu_layers!r}")
+        if self.threads is not None and not (_is_int(self.threads) and self.threads >= 1):
+            raise InvalidRequestError(f"threads must be a whole number (1 or more) or None for as many as "
+                                      f"the CPU has cores, not {self.threads!r}")
         if self.draft_model is not None and not isinstance(self.draft_model, str):
             raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
