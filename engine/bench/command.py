@@ -40,7 +40,9 @@ def run_bench(args: argparse.Namespace) -> int:
 
         backend = args.backend[0] if args.backend != ["all"] else "auto"
         try:
-            figures = repetition_figures(args.model, say, backend=backend, prompts=args.prompts,
+            # progress to stderr even with --json (stdout holds only the figures): the run takes minutes
+            progress = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+            figures = repetition_figures(args.model, progress, backend=backend, prompts=args.prompts,
                                          tokens=args.tokens or 256)
         except EngineError as e:
             print(f"error: {e}", file=sys.stderr)
