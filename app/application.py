@@ -27,6 +27,7 @@ from app.quick.global_shortcut import GlobalShortcut
 from app.models.local_server import LocalServer
 from app.models.server_view import ServerView
 from app.window.main_window import MainWindow
+from app.models.load_options import load_options, save_load_options
 from app.models.loader import ModelLoader, close_in_background
 from app.models.picker import ModelPickerDialog
 from app.settings.preset_menu import PresetMenu
@@ -79,8 +80,6 @@ class ConfabApp(QObject):
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
-        self._gpu_layers: dict[str, Optional[int]] = {}
-        """GPU layers chosen in Load model, by source, for this run (None: Auto)."""
         self.window.may_close = self.may_quit
         self.restore_window()
         self.setup_signals()
@@ -142,18 +141,20 @@ class ConfabApp(QObject):
         self.loader.load(source, self._config_for(source), api_key=self.settings.server_api_key or None)
 
     def _config_for(self, source: str) -> EngineConfig:
-        """The engine's settings for `source`: a draft model (the command line's, else Settings', while
-        drafting is on) for a model of this computer's; a server's model has its own."""
+        """The engine's settings for `source`: its load options (Load model's, remembered per model)
+        and a draft model (the command line's, else Settings', while drafting is on) for a model of
+        this computer's; a server's model has its own."""
+        if parse_remote_source(source):
+            return replace(self.config, draft_model=None)
         draft = self.config.draft_model or (self.settings.draft_model if self.settings.speculative else None)
-        layers = self._gpu_layers.get(source, self.config.gpu_layers)  # Load model's choice, this run
-        return replace(self.config, draft_model=None if parse_remote_source(source) else draft, gpu_layers=layers)
+        return replace(load_options(self.home, source).applied_to(self.config), draft_model=draft)
 
     def pick_model(self) -> None:
         loaded = display_name(self.engine.model.name) if self.engine is not None else ""
-        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded,
-                                   gpu_layers=self._gpu_layers.get(self.source, self.config.gpu_layers))
+        dialog = ModelPickerDialog(self.source, self.window, loaded_name=loaded, max_context=self.config.max_context,
+                                   gpu_layers=self.config.gpu_layers, options_for=lambda s: load_options(self.home, s))
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_source():
-            self._gpu_layers[dialog.chosen_source()] = dialog.chosen_gpu_layers()
+            save_load_options(self.home, dialog.chosen_source(), dialog.chosen_options())
             self.load(dialog.chosen_source())
 
     def get_models(self) -> None:

@@ -34,7 +34,7 @@ from .errors import (AccessDeniedError, CapacityError, ChecksumError, ContextOve
                      ImageUnreadableError, InvalidRequestError, ModelLoadError,
                      NetworkError, NoWeightsError, ReplyInterruptedError, RepoNotFoundError,
                      SessionBusyError, SessionClosedError, SessionPoisonedError, StateFileError)
-from .models.estimate import MemoryEstimate, estimate_memory
+from .models.estimate import MemoryEstimate, estimate_memory, trained_context
 from .models import DEFAULT_MODEL
 from .backends.native import LlamaLibrary, llama_library
 from .models.hub import Hit as SearchHit
@@ -130,6 +130,7 @@ __all__ = [
     "image_part",
     "curated_models",
     "estimate_memory",
+    "trained_context",
     "llama_library",
     "repo_options",
     "search_models",

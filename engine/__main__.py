@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
     bench.add_argument("--tokens", type=int, default=None,
-                       help="tokens to generate per session (default 64; with --speculative 400, the whole edited file)")
+                       help="tokens to generate per session (default 64; with --speculative 400, the whole edited file; "
+                            "with --repetition 256 per reply)")
     bench.add_argument("--long-context", type=int, default=4000,
                        help="context of the decode_ms_ctx4k figure (tokens; default 4000)")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -55,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="images on llama.cpp: encode time and time to first token for a 512×512 image, and 8 "
                             "sessions' decode with 2 images against all text (--model: a vision GGUF with its mmproj; "
                             "default: random-weight SmolVLM-shaped models built here)")
+    bench.add_argument("--repetition", action="store_true",
+                       help="how often replies loop (a word 4-gram said 3 times) over 50 short chat prompts, for a few "
+                            "sampling settings (greedy, temperature, top-k/min-p, repeat and frequency penalties)")
+    bench.add_argument("--prompts", type=int, default=50, help="with --repetition: how many of its prompts to ask")
     bench.add_argument("--draft-model", default=None, metavar="SOURCE",
                        help="with --speculative: drafts also come from this small model of the same vocabulary")
     bench.add_argument("--retrieval", action="store_true",

@@ -65,6 +65,10 @@ class EngineConfig:
     output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
     none (the CPU only). Ignored where the llama.cpp build has no GPU."""
 
+    threads: Optional[int] = None
+    """CPU threads that compute (torch on the CPU, llama.cpp). None: the usable physical cores, or
+    CONFAB_THREADS where set. torch's count is process-wide: the last engine loaded sets it."""
+
     def __post_init__(self) -> None:
         for name in ("backend", "device", "dtype"):
             if not isinstance(getattr(self, name), str):
@@ -84,6 +88,9 @@ class EngineConfig:
                                       f"as many as fit, not {self.gpu_layers!r}")
         if self.mmproj is not None and not isinstance(self.mmproj, str):
             raise InvalidRequestError(f"mmproj must be a path string, '' or None, not {self.mmproj!r}")
+        if self.threads is not None and not (_is_int(self.threads) and self.threads >= 1):
+            raise InvalidRequestError(f"threads must be a whole number (1 or more) or None for as many as "
+                                      f"the CPU has cores, not {self.threads!r}")
         if self.draft_model is not None and not isinstance(self.draft_model, str):
             raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
@@ -119,7 +126,16 @@ class SamplingParams:
     min_p: float = 0.0
     """Drop tokens less likely than min_p times the most likely one."""
     repetition_penalty: float = 1.0
-    """Divide (or multiply, when negative) the logits of tokens already in the session by this."""
+    """Divide (or multiply, when negative) the logits of tokens among the last `repeat_last_n` of the
+    session by this (llama.cpp's repeat_penalty; 1.0 is off)."""
+    repeat_last_n: int = 64
+    """How many of the session's last tokens (prompt and reply) the three penalties look at, as
+    llama.cpp counts them: 0 turns them off, -1 looks at the whole session. End tokens are never
+    penalized (every earlier turn holds one: penalized, replies would run on)."""
+    presence_penalty: float = 0.0
+    """Subtract this from the logit of every token in that window (OpenAI's; -2..2, 0 is off)."""
+    frequency_penalty: float = 0.0
+    """Subtract this times its count in that window from each token's logit (OpenAI's; -2..2)."""
     max_tokens: int = 512
     """Most tokens to generate for this reply."""
     seed: Optional[int] = None
@@ -132,7 +148,7 @@ class SamplingParams:
     logprobs: Optional[int] = None
     """None: no log probabilities. 0: each chunk carries the log probability of each sampled token;
     n (at most MAX_TOP_LOGPROBS): also the n most likely tokens. They are taken from the distribution
-    the token was drawn from (after the constraint's mask, repetition penalty, temperature, top-k,
+    the token was drawn from (after the constraint's mask, penalties, temperature, top-k,
     top-p, min-p); at temperature 0 from the masked, penalized softmax."""
     speculative: bool = True
     """Let the engine draft tokens for this reply and check them in one forward (llama.cpp): the
@@ -145,7 +161,8 @@ class SamplingParams:
         Everything is checked here, in the caller's thread, so a bad value never reaches the engine
         thread (where it would fail mid-reply and poison the session).
         """
-        for name in ("temperature", "top_p", "min_p", "repetition_penalty"):
+        for name in ("temperature", "top_p", "min_p", "repetition_penalty", "presence_penalty",
+                     "frequency_penalty"):
             if not _is_real(getattr(self, name)):
                 raise InvalidRequestError(f"{name} must be a number, not {getattr(self, name)!r}")
         for name in ("ignore_stop", "speculative"):
@@ -162,6 +179,12 @@ class SamplingParams:
             ("min_p", 0.0 <= self.min_p < 1.0, "min_p must be in [0, 1)"),
             ("repetition_penalty", math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0,
              "repetition_penalty must be > 0"),
+            ("repeat_last_n", _is_int(self.repeat_last_n) and self.repeat_last_n >= -1,
+             "repeat_last_n must be an integer >= -1 (-1: the whole session, 0: off)"),
+            ("presence_penalty", -MAX_PENALTY <= self.presence_penalty <= MAX_PENALTY,
+             f"presence_penalty must be in [-{MAX_PENALTY:g}, {MAX_PENALTY:g}]"),
+            ("frequency_penalty", -MAX_PENALTY <= self.frequency_penalty <= MAX_PENALTY,
+             f"frequency_penalty must be in [-{MAX_PENALTY:g}, {MAX_PENALTY:g}]"),
             ("max_tokens", _is_int(self.max_tokens) and self.max_tokens >= 1, "max_tokens must be an integer >= 1"),
             ("seed", self.seed is None or _is_int(self.seed), "seed must be an integer or None"),
             ("seed", self.seed is None or not _is_int(self.seed) or 0 <= self.seed < 2**64,
@@ -180,6 +203,8 @@ class SamplingParams:
 
 MIN_TEMPERATURE = 1e-4
 """Smallest temperature above 0 that is accepted."""
+MAX_PENALTY = 2.0
+"""Largest presence or frequency penalty, either sign (OpenAI's range)."""
 MAX_TOP_LOGPROBS = 20
 """Most alternatives a token's log probabilities may list (OpenAI's limit)."""
 

@@ -191,7 +191,7 @@ class Worker:
         if self.room is not None:
             keep = span_floor(prompt, min(common_prefix(list(session._tokens), prompt), len(prompt) - 1, len(slot.fed)))
             self.room.admit(slot, job, keep)
-        job.sampler = make_sampler(job.params)
+        job.sampler = make_sampler(job.params, self.codec.stop_ids)
         job.decoder = self.codec.stream_decoder()
         history = list(session._tokens)
         common = common_prefix(history, prompt)
@@ -315,7 +315,7 @@ class Worker:
             job.constraint_s += time.perf_counter() - began
         token = job.sampler(logits, slot.fed)
         if job.params.logprobs is not None:
-            job.logprobs = (token_logprob(logits, slot.fed, job.params, token),)
+            job.logprobs = (token_logprob(logits, slot.fed, job.params, token, self.codec.stop_ids),)
         if job.guide is not None:
             began = time.perf_counter()
             job.guide.advance(token)

@@ -27,7 +27,8 @@ def gpu_offload_available() -> bool:
 class GpuLayersRow(QWidget):
     """A label and a spin box whose lowest value reads "Auto"."""
 
-    def __init__(self, parent: Optional[QWidget] = None) -> None:
+    def __init__(self, parent: Optional[QWidget] = None, *, captioned: bool = True) -> None:
+        """`captioned`: with its own "GPU layers:" label (False where a form gives the row one)."""
         super().__init__(parent)
         self.spin = named(QSpinBox(), "GPU layers",
                           "Layers of a .gguf model on the GPU: Auto puts as many as fit beside one conversation "
@@ -41,7 +42,8 @@ class GpuLayersRow(QWidget):
         note.setEnabled(False)  # greyed: a hint, not a control
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(label)
+        if captioned:
+            row.addWidget(label)
         row.addWidget(self.spin)
         row.addWidget(note)
         row.addStretch(1)

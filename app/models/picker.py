@@ -1,17 +1,19 @@
 """Pick a model to load: the bundled one, those found on disk, or a folder / .gguf the user browses to.
 
-    dialog = ModelPickerDialog(current_source, window)
+    dialog = ModelPickerDialog(current_source, window, options_for=lambda s: load_options(home, s))
     if dialog.exec():   # the main window loads it; this dialog never does
-        load_with_progress(dialog.chosen_source(), gpu_layers=dialog.chosen_gpu_layers())
+        save_load_options(home, dialog.chosen_source(), dialog.chosen_options())
+        load_with_progress(dialog.chosen_source(), dialog.chosen_options())
 
-For the selected entry a memory estimate (weights, and state per conversation at max_context) is
-read from the files' headers on a background thread; a result for an entry no longer selected only
-fills the cache. Discovery also runs in the background, so the dialog opens at once.
+For the selected entry, its load options (context length, GPU layers, threads: app/models/
+load_options_box.py) show what was chosen for it last, and a memory estimate (weights, and state per
+conversation at the context chosen) and the context it was trained for are read from the files'
+headers on a background thread; a result for an entry or a context no longer selected only fills
+the cache. Discovery also runs in the background, so the dialog opens at once.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -20,7 +22,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel, QMessageBox,
                                QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory
+from engine import DEFAULT_MODEL, MemoryEstimate, estimate_memory, trained_context
 from engine import parse_remote_source
 from engine.remote.errors import host_of
 
@@ -28,8 +30,10 @@ from app.bridge import GuiRoute
 from app.file_dialogs import choose_folder, open_file
 from app.models.discovery import ModelCandidate, find_models
 from app.models.files import delete_downloaded
-from app.models.gpu_layers_row import GpuLayersRow, gpu_offload_available
-from app.models.names import display_name
+from app.models.gpu_layers_row import gpu_offload_available
+from app.models.load_options import LoadOptions
+from app.models.load_options_box import LoadOptionsBox
+from app.models.names import display_name, same_model_key
 from app.settings.dialog import named
 
 SOURCE_ROLE = Qt.ItemDataRole.UserRole
@@ -38,6 +42,8 @@ BUNDLED_NAME = display_name(DEFAULT_MODEL)
 CURRENT = "Current model"
 LOADED = "Loaded now"
 Outcome = Union[MemoryEstimate, Exception]
+Key = tuple[str, int]
+"""(source, context length): what one estimate is of."""
 
 
 def human_bytes(n: int) -> str:
@@ -52,13 +58,6 @@ def human_bytes(n: int) -> str:
 def estimate_text(e: MemoryEstimate) -> str:
     return (f"Weights ≈ {human_bytes(e.weights_bytes)} · each conversation up to "
             f"{human_bytes(e.bytes_per_session)} at {e.max_context:,} tokens")
-
-
-def same_model_key(source: str) -> str:
-    """What makes two sources one model: a path's real location; any other source as written."""
-    if not source or source.startswith("bundled:") or parse_remote_source(source) is not None:
-        return source
-    return os.path.realpath(os.path.expanduser(source))
 
 
 def run_in_thread(route: GuiRoute, work: Callable[[], object], done: Callable[[object], None]) -> None:
@@ -77,14 +76,19 @@ class ModelPickerDialog(QDialog):
     """A list of models with a memory estimate for the selected one; `chosen_source()` on accept."""
 
     def __init__(self, current: str, parent: Optional[QWidget] = None, *, max_context: int = 4096,
-                 extra_dirs: Iterable[Path | str] = (), loaded_name: str = "", gpu_layers: Optional[int] = None) -> None:
+                 extra_dirs: Iterable[Path | str] = (), loaded_name: str = "", gpu_layers: Optional[int] = None,
+                 options_for: Optional[Callable[[str], LoadOptions]] = None) -> None:
+        """`max_context`: the context offered for a model with none remembered; `gpu_layers`: the GPU
+        layers likewise (None: Auto); `options_for(source)`: what was chosen for a model last time."""
         super().__init__(parent)
         self.setWindowTitle("Load model")
         self.setAccessibleName("Load model")
-        self._max_context = max_context
+        self._gpu_layers = gpu_layers
+        self._options_for = options_for or (lambda _source: LoadOptions())
         self._route = GuiRoute(self)
-        self._estimates: dict[str, Outcome] = {}
-        self._estimating: Optional[str] = None
+        self._estimates: dict[Key, Outcome] = {}
+        self._trained: dict[str, Optional[int]] = {}
+        self._estimating: Optional[Key] = None
         self._current = current or DEFAULT_MODEL
         self._loaded_name = loaded_name
         """The loaded model's name as the window shows it ("" when none is loaded): its entry is marked."""
@@ -131,10 +135,12 @@ class ModelPickerDialog(QDialog):
         self.delete_button.clicked.connect(self._delete)
         row.addWidget(self.delete_button)
         layout.addLayout(row)
-        self.gpu_layers = GpuLayersRow()
+        self.options_box = LoadOptionsBox(max_context)
+        self.gpu_layers = self.options_box.gpu_layers
         self.gpu_layers.set_value(gpu_layers)
-        self.gpu_layers.setVisible(gpu_offload_available())
-        layout.addWidget(self.gpu_layers)
+        self.options_box.show_gpu_layers(gpu_offload_available())
+        self.options_box.context_changed.connect(lambda _tokens: self._estimate_selected())
+        layout.addWidget(self.options_box)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.load_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.load_button.setText("&Load")
@@ -143,7 +149,7 @@ class ModelPickerDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        self.resize(620, 440)
+        self.resize(620, 500)
 
         self._remote = parse_remote_source(self._current)
         """(base URL, model) while a server's model is in use: no local model is loaded then."""
@@ -265,25 +271,63 @@ class ModelPickerDialog(QDialog):
             self.load_button.setEnabled(False)
             self.load_button.setToolTip("Connected now: Model ▸ Connect to server… changes the server or model")
             return
-        if source in self._estimates:  # a known failure keeps Load disabled (see _show)
-            self._show(self._estimates[source])
+        self.options_box.blockSignals(True)  # one estimate for the options shown, not one per value
+        remembered = self._options_for(source)
+        if remembered.gpu_layers is None:
+            remembered = LoadOptions(remembered.max_context, self._gpu_layers, remembered.threads)
+        self.options_box.show_options(remembered)
+        if source in self._trained:
+            self.options_box.set_trained(self._trained[source])
+        self.options_box.blockSignals(False)
+        self._estimate_selected()
+
+    def _wanted(self) -> Optional[Key]:
+        """What the estimate shown should be of: the selected model at the context chosen."""
+        source = self.chosen_source()
+        if not source or parse_remote_source(source) is not None:
+            return None
+        return source, self.options_box.context.value()
+
+    def _estimate_selected(self) -> None:
+        key = self._wanted()
+        if key is None:
+            return
+        if key in self._estimates:  # a known failure keeps Load disabled (see _show)
+            self._show(self._estimates[key])
             return
         self.estimate.setText("Estimating memory…")
         if self._estimating is None:  # one at a time; the latest selection goes next
-            self._start_estimate(source)
+            self._start_estimate(key)
 
-    def _start_estimate(self, source: str) -> None:
-        self._estimating = source
-        run_in_thread(self._route, lambda: estimate_memory(source, max_context=self._max_context),
-                      lambda outcome: self._estimated(source, outcome))
+    def _start_estimate(self, key: Key) -> None:
+        self._estimating = key
+        source, context = key
 
-    def _estimated(self, source: str, outcome: object) -> None:
+        def work() -> tuple[Optional[int], Outcome]:
+            try:
+                trained = trained_context(source)
+            except Exception:  # the estimate says what is wrong with the model
+                trained = None
+            try:
+                return trained, estimate_memory(source, max_context=context)
+            except Exception as e:
+                return trained, e
+
+        run_in_thread(self._route, work, lambda result: self._estimated(key, result))
+
+    def _estimated(self, key: Key, result: object) -> None:
         self._estimating = None
-        self._estimates[source] = outcome  # type: ignore[assignment]
-        wanted = self.chosen_source()
-        if wanted == source:
-            self._show(outcome)  # type: ignore[arg-type]
-        elif wanted and wanted not in self._estimates and parse_remote_source(wanted) is None:
+        trained, outcome = result if isinstance(result, tuple) else (None, result)
+        self._estimates[key] = outcome
+        source = key[0]
+        if source not in self._trained and isinstance(outcome, MemoryEstimate):
+            self._trained[source] = trained
+            if self.chosen_source() == source:
+                self.options_box.set_trained(trained)  # a longer context comes down: estimated again
+        wanted = self._wanted()
+        if wanted == key:
+            self._show(outcome)
+        elif wanted is not None and wanted not in self._estimates and self._estimating is None:
             self._start_estimate(wanted)  # a stale result: estimate what is selected now
 
     def _show(self, outcome: Outcome) -> None:
@@ -331,7 +375,11 @@ class ModelPickerDialog(QDialog):
 
     def chosen_gpu_layers(self) -> Optional[int]:
         """The GPU layers asked for (None: Auto, and wherever the build has no GPU)."""
-        return self.gpu_layers.value() if self.gpu_layers.isVisibleTo(self) else None
+        return self.chosen_options().gpu_layers
+
+    def chosen_options(self) -> LoadOptions:
+        """Context length, GPU layers and threads as chosen for the selected model."""
+        return self.options_box.options()
 
     def done(self, result: int) -> None:
         self._route.close()  # results still on their way would touch a closed dialog

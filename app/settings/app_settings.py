@@ -29,6 +29,11 @@ FONT_SIZE_RANGE = (8, 24)
 TEMPERATURE_RANGE = (0.0, 2.0)
 TOP_P_RANGE = (0.01, 1.0)
 MAX_TOKENS_RANGE = (1, 32768)
+TOP_K_RANGE = (0, 1000)
+MIN_P_RANGE = (0.0, 0.99)
+REPEAT_PENALTY_RANGE = (1.0, 2.0)
+REPEAT_LAST_N_RANGE = (-1, 32768)
+PENALTY_RANGE = (-2.0, 2.0)
 STATE_BUDGET_MB_RANGE = (64, 1 << 20)
 API_PORT_RANGE = (1024, 65535)
 
@@ -47,6 +52,21 @@ class AppSettings:
     """Default nucleus sampling share (0.01..1)."""
     max_tokens: int = 512
     """Default most tokens per reply (1..32768)."""
+    top_k: int = 0
+    """Default: sample only from the k likeliest tokens (0: no limit)."""
+    min_p: float = 0.0
+    """Default: drop tokens less likely than this share of the likeliest one (0: off)."""
+    repetition_penalty: float = 1.1
+    """Default repeat penalty on tokens among the last `repeat_last_n` (1: off). These defaults were
+    chosen by `python -m engine bench --repetition` on the bundled model (README, "Sampling
+    defaults"): at temperature 0.7, a repeat penalty of 1.1 over 64 tokens took the share of replies
+    that loop from 42 % to 0 %; top-k 40 with min-p 0.05 made it worse (50 %; 8 % with the penalty)."""
+    repeat_last_n: int = 64
+    """Default window of the penalties: the conversation's last N tokens (-1: all of it, 0: off)."""
+    presence_penalty: float = 0.0
+    """Default penalty on every token already in that window (-2..2; 0: off)."""
+    frequency_penalty: float = 0.0
+    """Default penalty per occurrence of a token in that window (-2..2; 0: off)."""
     speculative: bool = True
     """Draft tokens from the conversation and check them in one step (llama.cpp; the same replies)."""
     draft_model: str = ""
@@ -81,13 +101,20 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "temperature": TEMPERATURE_RANGE,
     "top_p": TOP_P_RANGE,
     "max_tokens": MAX_TOKENS_RANGE,
+    "top_k": TOP_K_RANGE,
+    "min_p": MIN_P_RANGE,
+    "repetition_penalty": REPEAT_PENALTY_RANGE,
+    "repeat_last_n": REPEAT_LAST_N_RANGE,
+    "presence_penalty": PENALTY_RANGE,
+    "frequency_penalty": PENALTY_RANGE,
     "state_budget_mb": STATE_BUDGET_MB_RANGE,
     "api_port": API_PORT_RANGE,
 }
 _DEFAULTS = AppSettings()
 
 
-CONVERSATION_SAMPLING_KEYS = ("temperature", "top_p", "max_tokens")
+CONVERSATION_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "repeat_last_n",
+                              "presence_penalty", "frequency_penalty", "max_tokens")
 """Sampling settings a conversation may set for itself, over the app's defaults."""
 
 
@@ -159,18 +186,18 @@ def _number(raw: Any, kind: type) -> Optional[float]:
 
 
 def sampling_params(conversation_sampling: dict, settings: AppSettings) -> SamplingParams:
-    """The conversation's own temperature / top_p / max_tokens over the app defaults.
+    """The conversation's own sampling values (CONVERSATION_SAMPLING_KEYS) over the app defaults.
 
     A key the conversation does not set, or sets to a value out of range, uses the app default.
     """
-    defaults = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
-                              max_tokens=settings.max_tokens, speculative=settings.speculative)
+    defaults = SamplingParams(speculative=settings.speculative,
+                              **{key: getattr(settings, key) for key in CONVERSATION_SAMPLING_KEYS})
     return with_overrides(defaults, conversation_sampling)
 
 
 def with_overrides(base: SamplingParams, conversation_sampling: dict) -> SamplingParams:
-    """`base` with the conversation's own temperature / top_p / max_tokens (the keys its settings
-    dialog writes); a key it does not set, or sets to a value out of range, keeps `base`'s."""
+    """`base` with the conversation's own sampling values (the keys its settings dialog writes); a
+    key it does not set, or sets to a value out of range, keeps `base`'s."""
     chosen: dict[str, Any] = {}
     for name in CONVERSATION_SAMPLING_KEYS:
         own = conversation_sampling.get(name) if isinstance(conversation_sampling, dict) else None

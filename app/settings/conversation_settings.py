@@ -12,11 +12,11 @@ out of the sampling dict, so a later change of the default applies here too).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame, QHBoxLayout,
+                               QLabel, QPlainTextEdit, QPushButton, QScrollArea, QVBoxLayout, QWidget)
 
 from app.store import Conversation
 
@@ -26,15 +26,24 @@ from app.conversations.context_policy import policy_of
 from engine import truncation
 from app.settings.preset_bar import PresetBar
 from app.settings.presets import Preset
-from app.settings.app_settings import MAX_TOKENS_RANGE, TEMPERATURE_RANGE, TOP_P_RANGE, AppSettings, sampling_params
+from app.settings.app_settings import AppSettings, sampling_params
 from app.settings.dialog import named
+from app.settings.sampling_fields import BY_KEY, FIELDS, SpinBox
 
-SpinBox = Union[QSpinBox, QDoubleSpinBox]
-_FIELDS = (  # key, label, accessible name, tooltip
-    ("temperature", "T&emperature:", "Temperature", "0 always picks the likeliest word; higher is more varied"),
-    ("top_p", "Top-&p:", "Top-p", "Sample only from the likeliest words that together make up this share"),
-    ("max_tokens", "&Max tokens:", "Max tokens", "Longest reply, in tokens"),
-)
+
+class _WholeScroll(QScrollArea):
+    """Nine values and a system prompt outgrow a 480 px screen: there the values scroll, and wherever
+    the dialog has room they show whole (a plain scroll area asks for less than its contents)."""
+
+    def __init__(self, contents: QWidget, least: int) -> None:
+        super().__init__(widgetResizable=True, frameShape=QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(contents)
+        self.setMinimumHeight(least)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        hint = self.widget().sizeHint()
+        return QSize(hint.width() + self.verticalScrollBar().sizeHint().width(), hint.height())
 
 
 class ConversationSettingsDialog(QDialog):
@@ -68,10 +77,11 @@ class ConversationSettingsDialog(QDialog):
         form = QFormLayout()
         self.spins: dict[str, SpinBox] = {}
         self.use_default: dict[str, QCheckBox] = {}
-        for key, label, name, tip in _FIELDS:
-            spin = named(self._spin(key), name, tip)
+        for field in FIELDS:
+            key, name = field.key, field.name
+            spin = field.spin()
             spin.setValue(getattr(own, key))
-            box = named(QCheckBox(f"Use default ({self._shown(key)})"), f"Use default {name.lower()}",
+            box = named(QCheckBox(f"Use default ({field.shown(getattr(defaults, key))})"), f"Use default {name.lower()}",
                         f"Follow the app's default {name.lower()} (set in Settings)")
             self.spins[key], self.use_default[key] = spin, box
             box.toggled.connect(lambda checked, k=key: self._follow_default(k, checked))
@@ -81,7 +91,7 @@ class ConversationSettingsDialog(QDialog):
             row = QHBoxLayout()
             row.addWidget(spin)
             row.addWidget(box, 1)
-            caption = QLabel(label)
+            caption = QLabel(field.label)
             caption.setBuddy(spin)  # Alt+letter focuses the value
             form.addRow(caption, row)
         self.context_policy = named(QComboBox(), "When the conversation is too long",
@@ -94,7 +104,11 @@ class ConversationSettingsDialog(QDialog):
         caption = QLabel("When too &long:")
         caption.setBuddy(self.context_policy)
         form.addRow(caption, self.context_policy)
-        layout.addLayout(form)
+        values = QWidget()
+        values.setLayout(form)
+        form.setContentsMargins(0, 0, 0, 0)
+        self.values = _WholeScroll(values, 3 * self.spins["temperature"].sizeHint().height())
+        layout.addWidget(self.values)
 
         self.reset = named(QPushButton("Use app &defaults for all"), "Use app defaults for all",
                            "Follow the app's default sampling for every value")
@@ -106,23 +120,7 @@ class ConversationSettingsDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        self.resize(520, 420)
-
-    def _spin(self, key: str) -> SpinBox:
-        if key == "max_tokens":
-            spin = QSpinBox()
-            spin.setRange(*MAX_TOKENS_RANGE)
-            spin.setGroupSeparatorShown(True)
-            return spin
-        spin = QDoubleSpinBox()
-        spin.setRange(*(TEMPERATURE_RANGE if key == "temperature" else TOP_P_RANGE))
-        spin.setDecimals(2)
-        spin.setSingleStep(0.05)
-        return spin
-
-    def _shown(self, key: str) -> str:
-        value = getattr(self._defaults, key)
-        return f"{value:,}" if key == "max_tokens" else f"{value:g}"
+        self.resize(520, max(420, self.sizeHint().height()))
 
     def _follow_default(self, key: str, checked: bool) -> None:
         """While the box is ticked the spin box shows the default and cannot be edited."""
@@ -146,7 +144,7 @@ class ConversationSettingsDialog(QDialog):
         sampling: dict = {}
         for key, spin in self.spins.items():
             if not self.use_default[key].isChecked():
-                sampling[key] = spin.value() if key == "max_tokens" else round(spin.value(), 2)
+                sampling[key] = BY_KEY[key].value(spin)
         policy = self.context_policy.currentData()
         if policy != truncation.DEFAULT_POLICY:
             sampling[POLICY_KEY] = policy

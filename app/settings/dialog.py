@@ -16,14 +16,14 @@ from typing import Optional
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QKeySequence
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox,
                                QFormLayout, QFrame, QGroupBox, QHBoxLayout, QKeySequenceEdit, QLabel, QLineEdit,
                                QPushButton, QScrollArea, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from app.settings.draft_model_row import DraftModelRow
 from app.settings.local_server_settings import LocalServerGroup
-from app.settings.app_settings import (FONT_SIZE_RANGE, MAX_TOKENS_RANGE, STATE_BUDGET_MB_RANGE, TEMPERATURE_RANGE,
-                       THEMES, TOP_P_RANGE, AppSettings)
+from app.settings.app_settings import FONT_SIZE_RANGE, STATE_BUDGET_MB_RANGE, THEMES, AppSettings
+from app.settings.sampling_fields import FIELDS
 
 NO_TRAY_TEXT = "This system has no tray icon area"
 MENUBAR_ONLY_TEXT = "Menubar-only is a macOS option: it hides the Dock icon"
@@ -104,25 +104,14 @@ class SettingsDialog(QDialog):
     def _sampling_group(self, s: AppSettings) -> QGroupBox:
         box = QGroupBox("Default sampling (conversations may override)")
         form = QFormLayout(box)
-        self.temperature = named(QDoubleSpinBox(), "Default temperature",
-                                 "0 always picks the likeliest word; higher is more varied")
-        self.temperature.setRange(*TEMPERATURE_RANGE)
-        self.temperature.setSingleStep(0.05)
-        self.temperature.setDecimals(2)
-        self.temperature.setValue(s.temperature)
-        self.top_p = named(QDoubleSpinBox(), "Default top-p",
-                           "Sample only from the likeliest words that together make up this share")
-        self.top_p.setRange(*TOP_P_RANGE)
-        self.top_p.setSingleStep(0.05)
-        self.top_p.setDecimals(2)
-        self.top_p.setValue(s.top_p)
-        self.max_tokens = named(QSpinBox(), "Default max tokens", "Longest reply, in tokens")
-        self.max_tokens.setRange(*MAX_TOKENS_RANGE)
-        self.max_tokens.setGroupSeparatorShown(True)
-        self.max_tokens.setValue(s.max_tokens)
-        form.addRow("T&emperature:", self.temperature)
-        form.addRow("Top-&p:", self.top_p)
-        form.addRow("&Max tokens:", self.max_tokens)
+        self.sampling: dict[str, QWidget] = {}
+        for field in FIELDS:
+            spin = field.spin()
+            spin.setAccessibleName(f"Default {field.name[0].lower()}{field.name[1:]}")
+            spin.setValue(getattr(s, field.key))
+            self.sampling[field.key] = spin
+            form.addRow(field.label, spin)
+        self.temperature, self.top_p, self.max_tokens = (self.sampling[k] for k in ("temperature", "top_p", "max_tokens"))
         self.speculative = named(
             QCheckBox("&Draft tokens ahead"), "Draft tokens ahead",
             "llama.cpp: guess the next tokens from the conversation itself and check them in one step; "
@@ -228,9 +217,7 @@ class SettingsDialog(QDialog):
             self._settings,
             theme=self.theme.currentData(),
             font_size=self.font_size.value(),
-            temperature=round(self.temperature.value(), 2),
-            top_p=round(self.top_p.value(), 2),
-            max_tokens=self.max_tokens.value(),
+            **{field.key: field.value(self.sampling[field.key]) for field in FIELDS},
             speculative=self.speculative.isChecked(),
             draft_model=self.draft_model.value(),
             state_budget_mb=self.state_budget.value(),

@@ -29,7 +29,8 @@ class Preset:
 
     system_prompt: str = ""
     sampling: dict[str, Any] = field(default_factory=dict, hash=False)
-    """Only the keys the conversation overrides (temperature, top_p, max_tokens)."""
+    """Only the keys the conversation overrides (CONVERSATION_SAMPLING_KEYS: temperature, top-p,
+    top-k, min-p, the penalties and their window, max tokens)."""
 
 
 def clean_name(name: str) -> str:

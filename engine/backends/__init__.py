@@ -145,7 +145,7 @@ def create(name: str, device: str, dtype: str, quantize: Optional[str] = None, c
             raise ModelLoadError("the torch backend needs PyTorch, which is not installed")
         from .torch import TorchBackend
 
-        return TorchBackend(device, dtype, quantize)
+        return TorchBackend(device, dtype, quantize, getattr(config, "threads", None))
     if name == "mlx":
         if not is_installed("mlx"):
             raise ModelLoadError("the mlx backend needs mlx and mlx-lm, which are not installed")

@@ -75,7 +75,7 @@ class LlamaCppBackend:
             f" (dtype {dtype} applies to torch and MLX only)" if dtype != "auto" else "")
         self.quantized = ""
         self.config = config
-        self.threads = thread_count()
+        self.threads = thread_count(asked=config.threads)
         self.thread_policy = ThreadPolicy(self.threads)
         """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/backends/thread_policy.py)."""
         self.weights_nbytes = 0

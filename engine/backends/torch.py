@@ -36,7 +36,7 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 class TorchBackend:
     name = "torch"
 
-    def __init__(self, device: str, dtype: str, quantize: Optional[str] = None) -> None:
+    def __init__(self, device: str, dtype: str, quantize: Optional[str] = None, threads: Optional[int] = None) -> None:
         if device == "auto":
             device = auto_device()
         if device not in ("cuda", "cpu"):
@@ -52,7 +52,7 @@ class TorchBackend:
         """What load() kept in int4 ("" when nothing): e.g. "int4: 210 of 211 linear layers"."""
         if device == "cpu":
             try:
-                self.threads = apply_threads()
+                self.threads = apply_threads(threads)
             except ValueError as e:
                 raise ModelLoadError(str(e)) from e
         self._stream = None

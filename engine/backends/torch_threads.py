@@ -42,8 +42,11 @@ def prepare_environment() -> bool:
     return True
 
 
-def thread_count(env: Optional[str] = None) -> int:
-    """Intra-op threads to use: CONFAB_THREADS if set, else the usable physical cores."""
+def thread_count(env: Optional[str] = None, asked: Optional[int] = None) -> int:
+    """Intra-op threads to use: `asked` (EngineConfig.threads) if given, else CONFAB_THREADS if set,
+    else the usable physical cores."""
+    if asked is not None:
+        return asked
     env = os.environ.get("CONFAB_THREADS") if env is None else env
     if env:
         try:
@@ -66,11 +69,11 @@ def _physical_cores() -> Optional[int]:
         return None
 
 
-def apply_threads() -> int:
+def apply_threads(asked: Optional[int] = None) -> int:
     """Set torch's intra-op thread count (process-wide, as torch's setting is); return it."""
     import torch
 
-    n = thread_count()
+    n = thread_count(asked=asked)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n

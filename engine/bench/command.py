@@ -50,6 +50,20 @@ def run_bench(args: argparse.Namespace) -> int:
             return 1
         print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
         return 0
+    if getattr(args, "repetition", False):
+        from .repetition import print_table, repetition_figures
+
+        backend = args.backend[0] if args.backend != ["all"] else "auto"
+        try:
+            # progress to stderr even with --json (stdout holds only the figures): the run takes minutes
+            progress = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+            figures = repetition_figures(args.model, progress, backend=backend, prompts=args.prompts,
+                                         tokens=args.tokens or 256)
+        except EngineError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(json.dumps(figures)) if args.json else print_table(figures)
+        return 0
     args.tokens = args.tokens or 64
     if getattr(args, "vision", False):
         from ..models import DEFAULT_MODEL

@@ -237,6 +237,9 @@ def request_options(params: SamplingParams) -> dict[str, Any]:
         options["top_p"] = params.top_p
     if params.seed is not None:
         options["seed"] = params.seed
+    for name in ("presence_penalty", "frequency_penalty"):
+        if getattr(params, name):
+            options[name] = getattr(params, name)
     if params.constraint is not None:
         options["response_format"] = {"type": "json_schema", "json_schema": {
             "name": "response", "strict": True, "schema": params.constraint.schema()}}
@@ -247,6 +250,9 @@ def request_options(params: SamplingParams) -> dict[str, Any]:
         extra["min_p"] = params.min_p
     if params.repetition_penalty != 1.0:
         extra["repetition_penalty"] = params.repetition_penalty
+    if params.repeat_last_n != SamplingParams.repeat_last_n and (
+            params.repetition_penalty != 1.0 or params.presence_penalty or params.frequency_penalty):
+        extra["repeat_last_n"] = params.repeat_last_n  # llama.cpp's name (vLLM has no window)
     if params.ignore_stop:
         extra["ignore_eos"] = True
     if extra:

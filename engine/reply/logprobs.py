@@ -1,27 +1,29 @@
 """Log probabilities of sampled tokens, from the same distribution the sampler drew from.
 
 Kept beside the sampler rather than inside it: the distribution is rebuilt with the sampler's own
-functions (repetition penalty, temperature, top-k/top-p/min-p filters) only when a caller asked for
+functions (penalties, temperature, top-k/top-p/min-p filters) only when a caller asked for
 log probabilities, so replies without them pay nothing.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
-from .sampling import apply_repetition_penalty, filtered_probs
+from .penalties import apply_penalties
+from .sampling import filtered_probs
 from ..types import SamplingParams, TokenLogprob
 
 
-def token_logprob(logits: np.ndarray, history: Sequence[int], params: SamplingParams, token: int) -> TokenLogprob:
+def token_logprob(logits: np.ndarray, history: Sequence[int], params: SamplingParams, token: int,
+                  exempt: Collection[int] = ()) -> TokenLogprob:
     """Log probability of `token` and of the `params.logprobs` most likely tokens.
 
     `logits` are those the sampler saw (after the constraint's mask). At temperature 0 the choice is
     the argmax of the penalized logits; its distribution is their softmax (temperature 1).
     """
-    x = np.asarray(apply_repetition_penalty(logits, history, params.repetition_penalty), dtype=np.float64)
+    x = np.asarray(apply_penalties(logits, history, params, exempt), dtype=np.float64)
     if params.temperature == 0:
         shifted = x - x.max()
         with np.errstate(divide="ignore"):

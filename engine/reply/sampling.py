@@ -7,21 +7,23 @@ same seed give the same text on both backends. The logits are one row per step, 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
 from ..types import SamplingParams
+from .penalties import apply_penalties
 
 Sampler = Callable[[np.ndarray, Sequence[int]], int]
 
 
-def make_sampler(params: SamplingParams) -> Sampler:
-    """A callable (logits, tokens so far) -> next token id, with its own seeded generator."""
+def make_sampler(params: SamplingParams, exempt: Collection[int] = ()) -> Sampler:
+    """A callable (logits, the session's tokens so far) -> next token id, with its own seeded
+    generator; `exempt`: tokens no penalty touches (the model's end tokens)."""
     rng = np.random.default_rng(params.seed)
 
     def sample(logits: np.ndarray, history: Sequence[int]) -> int:
-        logits = apply_repetition_penalty(logits, history, params.repetition_penalty)
+        logits = apply_penalties(logits, history, params, exempt)
         if params.temperature == 0:
             return int(np.argmax(logits))
         # float64 before dividing: a small temperature must not overflow float32 into inf/NaN
@@ -29,18 +31,6 @@ def make_sampler(params: SamplingParams) -> Sampler:
         return int(rng.choice(len(probs), p=probs))
 
     return sample
-
-
-def apply_repetition_penalty(logits: np.ndarray, history: Sequence[int], penalty: float) -> np.ndarray:
-    """CTRL-style penalty on every token already present (as transformers defines it)."""
-    if penalty == 1.0 or not history:
-        return logits
-    seen = np.unique(np.asarray(history, dtype=np.int64))
-    seen = seen[(seen >= 0) & (seen < len(logits))]  # image ids (engine/images.py) are no vocabulary entry
-    out = logits.copy()
-    values = out[seen]
-    out[seen] = np.where(values > 0, values / penalty, values * penalty)
-    return out
 
 
 def filtered_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:

@@ -111,7 +111,17 @@ def sampling(body, engine: Engine, prompt_len: int, limit: Optional[int]) -> Sam
         seed=body.seed,
         ignore_stop=body.ignore_eos,
         speculative=body.speculative,
+        **penalties(body),
     )
+
+
+def penalties(body) -> dict:
+    """top-k, min-p and the penalties a request set (OpenAI's and llama.cpp server's names), as
+    SamplingParams fields; what it left out keeps the engine's neutral default."""
+    fields = {"top_k": body.top_k, "min_p": body.min_p, "repetition_penalty": body.penalty,
+              "repeat_last_n": body.repeat_last_n, "presence_penalty": body.presence_penalty,
+              "frequency_penalty": body.frequency_penalty}
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 class Reply:

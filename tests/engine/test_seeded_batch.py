@@ -12,9 +12,11 @@ import pytest
 from engine import Constraint, SamplingParams
 from tests.engine.helpers import prompt_ids
 
-# A grammar and log probabilities ride on the job: they must not pull it back into the batch.
+# A grammar, log probabilities and penalties ride on the job: they must not pull it back into the batch.
+# Penalties read the session's own tokens: its neighbours' must not leak into them.
 EXTRAS = {"plain": {}, "constrained with logprobs": {
-    "constraint": Constraint.regex(r"[a-z ]{4,40}\."), "logprobs": 2}}
+    "constraint": Constraint.regex(r"[a-z ]{4,40}\."), "logprobs": 2}, "penalized": {
+    "repetition_penalty": 1.3, "presence_penalty": 0.5, "frequency_penalty": 0.5, "repeat_last_n": 16}}
 
 NEIGHBOURS = ["Write a short poem about the sea", "Hello", "A recipe for bread: flour, water, salt and yeast"]
 

@@ -106,6 +106,19 @@ def test_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_m
     assert last_off[-1].stats.drafted_tokens == 0
 
 
+def test_penalized_greedy_replies_are_the_same_with_and_without_drafts(make_engine, tiny_models, draft_everything):
+    # each drafted row is sampled with the tokens taken before it in its window, as without drafts
+    # (penalties mild enough that the reply still follows the echo its drafts come from)
+    on = make_engine(tiny_models["llama"], "llamacpp")
+    off = make_engine(tiny_models["llama"], "llamacpp", speculative=False)
+    prompt = echo_prompt(off, list(range(100, 116)))
+    params = greedy(40, repetition_penalty=1.05, presence_penalty=-0.5, frequency_penalty=0.1, repeat_last_n=32)
+    with on.open_session() as a, off.open_session() as b:
+        drafted = list(a.generate(prompt, params))
+        assert token_ids(drafted) == token_ids(b.generate(prompt, params))
+    assert drafted[-1].stats.drafted_tokens > 0
+
+
 def test_the_bundled_model_repeats_code_the_same_with_drafts_in_fewer_forwards(make_engine, quiet_row_cost):
     on = make_engine("bundled:smollm2-135m-instruct", "llamacpp")
     off = make_engine("bundled:smollm2-135m-instruct", "llamacpp", speculative=False)

@@ -60,3 +60,26 @@ def test_engine_refuses_a_bad_confab_threads(tiny_models):
         "except ModelLoadError as e:\n    print(e)"
     )
     assert "CONFAB_THREADS must be a positive integer" in _run(code, CONFAB_THREADS="zero")
+
+
+def test_the_configs_threads_win_over_confab_threads(tiny_models):
+    code = (
+        "import torch\nfrom engine import Engine, EngineConfig\n"
+        f"e = Engine.load({str(tiny_models['llama'])!r}, EngineConfig(backend='torch', dtype='float32', threads=1))\n"
+        "print(torch.get_num_threads()); e.close()"
+    )
+    assert _run(code, CONFAB_THREADS="2") == "1"
+
+
+def test_llama_cpp_computes_on_the_threads_asked_for(make_engine, tiny_models):
+    pytest.importorskip("llama_cpp")
+    engine = make_engine(tiny_models["llama"], "llamacpp", threads=1)
+    assert engine._worker.backend.threads == 1
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2"])
+def test_a_bad_thread_count_is_named(bad):
+    from engine import EngineConfig, InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match="threads must be a whole number"):
+        EngineConfig(threads=bad)

@@ -42,3 +42,7 @@ def test_only_neutral_free_extensions_are_sent():
     options = request_options(SamplingParams(top_k=40, min_p=0.05, seed=3, ignore_stop=True))
     assert options["seed"] == 3
     assert options["extra_body"] == {"top_k": 40, "min_p": 0.05, "ignore_eos": True}
+    penalized = request_options(SamplingParams(presence_penalty=0.5, frequency_penalty=0.25,
+                                               repetition_penalty=1.1, repeat_last_n=128))
+    assert (penalized["presence_penalty"], penalized["frequency_penalty"]) == (0.5, 0.25)
+    assert penalized["extra_body"] == {"repetition_penalty": 1.1, "repeat_last_n": 128}

@@ -28,7 +28,7 @@ def _error(response, status: int, code: str) -> dict:
     ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}, "max_tokens"),
     ({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, "tools"),
     ({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"1": 5}}, "logit_bias"),
-    ({"messages": [{"role": "user", "content": "hi"}], "frequency_penalty": 1.0}, "penalties"),
+    ({"messages": [{"role": "user", "content": "hi"}], "frequency_penalty": 3.0}, "frequency_penalty"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "content"),
 ])
 def test_malformed_chat_bodies_are_400(serve, tiny_engine, body, words):

@@ -1,8 +1,10 @@
 """Request bodies as pydantic models: what the OpenAI API sends, and nothing we would silently ignore.
 
 Fields are strict (a string is not a number) and unknown fields are refused (`extra="forbid"`): a
-parameter this server does not implement and that would change the result (logit_bias,
-penalties, n > 1) must fail with 400, never be dropped. Fields that change nothing (user, metadata,
+parameter this server does not implement and that would change the result (logit_bias, n > 1)
+must fail with 400, never be dropped. Besides OpenAI's sampling fields, llama.cpp server's names
+(top_k, min_p, repeat_penalty, repeat_last_n) and vLLM's repetition_penalty are taken, as clients
+written for those servers send them. Fields that change nothing (user, metadata,
 store, null fields, cache_control on parts) are accepted and ignored, as OpenAI accepts what its
 own SDK sends back. Tools, tool choices and response formats are typed in `tool_schemas`.
 """
@@ -130,13 +132,20 @@ class _Sampling(_Strict):
     the reply's `truncated` field and X-Confab-Truncated header."""
     speculative: bool = True
     """Confab's extension: false never drafts tokens for this reply (the same text either way)."""
+    frequency_penalty: Optional[float] = Field(default=None, ge=-2, le=2)
+    presence_penalty: Optional[float] = Field(default=None, ge=-2, le=2)
+    # llama.cpp server's names (and vLLM's repetition_penalty): engine.SamplingParams says what each does.
+    top_k: Optional[int] = Field(default=None, ge=0)
+    min_p: Optional[float] = Field(default=None, ge=0, lt=1)
+    repeat_penalty: Optional[float] = Field(default=None, gt=0, le=10)
+    repetition_penalty: Optional[float] = Field(default=None, gt=0, le=10)
+    repeat_last_n: Optional[int] = Field(default=None, ge=-1)
+    """How many of the session's last tokens the penalties look at: -1 all, 0 none (default 64)."""
     # Accepted because they change nothing here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None
     store: Optional[bool] = None
-    # Accepted only at their no-op values: anything else would change the result.
-    frequency_penalty: Optional[float] = None
-    presence_penalty: Optional[float] = None
+    # Accepted only at its no-op value: anything else would change the result.
     logit_bias: Optional[dict[str, Any]] = None
 
     @field_validator("n")
@@ -154,12 +163,12 @@ class _Sampling(_Strict):
             raise ValueError(f"stop takes at most {MAX_STOP} non-empty strings")
         return stop
 
-    @field_validator("frequency_penalty", "presence_penalty")
-    @classmethod
-    def _no_penalty(cls, value: Optional[float]) -> Optional[float]:
-        if value not in (None, 0, 0.0):
-            raise ValueError("penalties are not supported (only 0)")
-        return value
+    @model_validator(mode="after")
+    def _one_repeat_penalty(self) -> "_Sampling":
+        both = (self.repeat_penalty, self.repetition_penalty)
+        if None not in both and both[0] != both[1]:
+            raise ValueError("repeat_penalty and repetition_penalty name one setting: send one of them")
+        return self
 
     @field_validator("logit_bias")
     @classmethod
@@ -171,6 +180,11 @@ class _Sampling(_Strict):
     @property
     def stops(self) -> list[str]:
         return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    @property
+    def penalty(self) -> Optional[float]:
+        """The repeat penalty, under either name."""
+        return self.repeat_penalty if self.repeat_penalty is not None else self.repetition_penalty
 
     @property
     def include_usage(self) -> bool:

@@ -66,12 +66,15 @@ def test_the_choice_goes_to_the_engine_for_that_model(qtbot, qapp, tmp_path, mon
         def chosen_source(self):
             return str(tiny_models["llama"])
 
-        def chosen_gpu_layers(self):
-            return 7
+        def chosen_options(self):
+            from app.models.load_options import LoadOptions
+
+            return LoadOptions(max_context=2048, gpu_layers=7)
 
     monkeypatch.setattr("app.application.ModelPickerDialog", Chosen)
     confab.pick_model()
     assert loads[-1][0] == str(tiny_models["llama"]) and loads[-1][1].gpu_layers == 7
+    assert loads[-1][1].max_context == 2048
     assert confab._config_for(DEFAULT_MODEL).gpu_layers is None, "another model keeps Auto"
     assert module.gpu_offload_available() in (True, False)
     confab.shutdown()
