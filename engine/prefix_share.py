@@ -9,22 +9,22 @@ are exactly those of computing the prefix itself: tests/engine/test_prefix_share
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import CapacityError
 from .images import span_floor
 
 if TYPE_CHECKING:
     from .steps import Slot
-    from .worker import Worker
 
 MIN_SHARED = 32
 """Fewer shared tokens than this are computed again: a few milliseconds, and no bookkeeping."""
 
 
-def take_shared_prefix(worker: "Worker", slot: "Slot", prompt: list[int], keep: int) -> int:
+def take_shared_prefix(worker: Any, slot: "Slot", prompt: list[int], keep: int) -> int:
     """Share the best donor's prefix into `slot` when it beats `keep` (the positions the slot keeps
-    of its own) by MIN_SHARED; the positions of `prompt` the slot holds afterwards."""
+    of its own) by MIN_SHARED; the positions of `prompt` the slot holds afterwards. `worker`: the
+    engine's Worker (its slots, backend and config; not imported: the worker imports this)."""
     share = getattr(worker.backend, "share_prefix", None)
     if share is None or not worker.config.share_prefixes:
         return keep
