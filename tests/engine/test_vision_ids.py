@@ -7,7 +7,8 @@ import numpy as np
 
 from engine.drafts.lookup import LookupIndex
 from engine.images import digest, image_ids, is_image_id, span_floor, starts_span, text_ids
-from engine.reply.sampling import apply_repetition_penalty
+from engine import SamplingParams
+from engine.reply.penalties import apply_penalties
 
 
 def test_the_same_bytes_give_the_same_ids_and_other_bytes_others_from_the_first():
@@ -34,5 +35,6 @@ def test_a_lookup_draft_stops_before_an_image():
 
 def test_a_repetition_penalty_ignores_image_ids():
     logits = np.arange(10, dtype=np.float32) + 1
-    out = apply_repetition_penalty(logits, [3, *image_ids(digest(b"x"), 2)], 2.0)
-    assert out[3] == logits[3] / 2 and np.array_equal(np.delete(out, 3), np.delete(logits, 3))
+    params = SamplingParams(repetition_penalty=2.0, presence_penalty=0.5, frequency_penalty=0.5, repeat_last_n=-1)
+    out = apply_penalties(logits, [3, *image_ids(digest(b"x"), 2)], params)
+    assert out[3] < logits[3] and np.array_equal(np.delete(out, 3), np.delete(logits, 3))
