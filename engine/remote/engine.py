@@ -56,8 +56,9 @@ def make_client(base_url: str, api_key: Optional[str], timeout_s: Optional[float
 
 
 def list_models(base_url: str, api_key: Optional[str] = None, *, timeout_s: float = 10.0) -> list[str]:
-    """The model ids the server lists at /models. Raises a RemoteError saying why not: connection
-    refused, DNS, timeout, 401, or an answer that is not an OpenAI API's."""
+    """The chat model ids the server lists at /models (an entry marked `"type": "embedding"`, as
+    Confab's own server lists its embedding model, cannot chat and is left out). Raises a RemoteError
+    saying why not: connection refused, DNS, timeout, 401, or an answer that is not an OpenAI API's."""
     if not base_url.startswith(("http://", "https://")):
         raise NotOpenAIServerError(f"not an OpenAI API: {base_url!r} is not an http:// or https:// URL")
     client = make_client(base_url, api_key, timeout_s, max_retries=0)
@@ -73,7 +74,7 @@ def list_models(base_url: str, api_key: Optional[str] = None, *, timeout_s: floa
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list) or not all(isinstance(m, dict) and "id" in m for m in data):
         raise NotOpenAIServerError(f"not an OpenAI API: {base_url}/models did not list models")
-    return [str(m["id"]) for m in data]
+    return [str(m["id"]) for m in data if m.get("type") != "embedding"]
 
 
 class RemoteEngine:

@@ -29,7 +29,7 @@ def _error(response, status: int, code: str) -> dict:
     ({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, "tools"),
     ({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"1": 5}}, "logit_bias"),
     ({"messages": [{"role": "user", "content": "hi"}], "frequency_penalty": 3.0}, "frequency_penalty"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}, "content"),
+    ({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]}]}, "content"),
 ])
 def test_malformed_chat_bodies_are_400(serve, tiny_engine, body, words):
     error = _error(http(serve(tiny_engine)).post("/v1/chat/completions", json=body), 400, "invalid_request")
