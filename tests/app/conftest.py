@@ -39,3 +39,14 @@ def home(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "home"
     monkeypatch.setenv("CONFAB_HOME", str(folder))
     return folder
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Empty the clipboard before the interpreter exits: Qt's offscreen clipboard crashed the test
+    process at exit (signal 11, after every test passed) while it still held what a copy put there."""
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is not None:
+        app.clipboard().clear()
+        app.processEvents()
