@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from engine import DEFAULT_MODEL, EngineConfig
-from engine.cli.options import add_gpu_layers
+from engine.cli.options import add_gpu_layers, add_kv_cache
 
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
@@ -27,6 +27,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--draft-model", default=None, metavar="SOURCE",
                         help="llama.cpp: a small .gguf of the model's vocabulary that also guesses tokens for it to check")
     add_gpu_layers(parser)
+    add_kv_cache(parser)
     parser.add_argument("--home", type=Path, default=None, help="data folder (default: $CONFAB_HOME or the user data dir)")
     parser.add_argument("--self-test", action="store_true",
                         help="start the real window on the bundled model in a temporary folder, chat, restart, check; exit 0 when all is well")
@@ -38,7 +39,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    config = EngineConfig(backend=args.backend, dtype=args.dtype, draft_model=args.draft_model, gpu_layers=args.gpu_layers)
+    config = EngineConfig(backend=args.backend, dtype=args.dtype, draft_model=args.draft_model, gpu_layers=args.gpu_layers,
+                          cache_type_k=args.cache_type_k, cache_type_v=args.cache_type_v)
     if args.self_test:
         from app.devtools.self_test import run_self_test
 

@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 
-from .cli.options import add_gpu_layers
+from .cli.options import add_gpu_layers, add_kv_cache
 from .models import DEFAULT_MODEL
 
 
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--max-tokens", type=int, default=512)
     chat.add_argument("--system", default=None, help="system prompt")
     add_gpu_layers(chat)
+    add_kv_cache(chat)
 
     bench = sub.add_parser("bench", help="measure load, prefill and decode speed against the plain library")
     bench.add_argument("--model", default=DEFAULT_MODEL)

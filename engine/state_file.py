@@ -12,12 +12,14 @@ from typing import Any, Sequence
 from .errors import StateFileError
 
 FORMAT = "confab-session-state/1"
+DEFAULT_KV_CACHE = "f16/f16"
 
 
 def metadata(backend: str, model_fingerprint: str, template_fingerprint: str, tokens: Sequence[int],
-             fed: int, chat_text: str) -> dict[str, str]:
-    """The metadata a state file carries beside its tensors (strings only: safetensors' rule)."""
-    return {
+             fed: int, chat_text: str, kv_cache: str = "") -> dict[str, str]:
+    """The metadata a state file carries beside its tensors (strings only: safetensors' rule).
+    `kv_cache`: the K/V cache's element types ("f16/q8_0" on llama.cpp; "" where the dtype says it)."""
+    return ({"kv_cache": kv_cache} if kv_cache else {}) | {
         "format": FORMAT,
         "model_fingerprint": model_fingerprint,
         "template_fingerprint": template_fingerprint,
@@ -37,7 +39,7 @@ def write(backend: Any, state: Any, path: Path, meta: dict[str, str]) -> None:
     os.replace(tmp, path)
 
 
-def check(path: Path, backend: str, model: Any, max_context: int) -> tuple[list[int], int, str]:
+def check(path: Path, backend: str, model: Any, max_context: int, kv_cache: str = "") -> tuple[list[int], int, str]:
     """(tokens, tokens fed, chat text) of a state file this engine can restore; StateFileError,
     naming what is wrong, for anything else. Reads only the metadata."""
     if not path.is_file():
@@ -52,6 +54,9 @@ def check(path: Path, backend: str, model: Any, max_context: int) -> tuple[list[
             f"{path.name} was saved from another model ({meta.get('model_fingerprint')}); "
             f"this engine runs {model.name} ({model.fingerprint})"
         )
+    saved = meta.get("kv_cache", DEFAULT_KV_CACHE)  # files from before the choice: llama.cpp's default
+    if kv_cache and saved != kv_cache:
+        raise StateFileError(f"{path.name} holds a {saved} (keys/values) cache; this engine caches {kv_cache}")
     try:
         tokens = [int(t) for t in json.loads(meta["tokens"])]
         fed = int(meta["fed"])

@@ -8,6 +8,7 @@ from typing import Literal, Optional
 
 from .reply.constraint import Constraint
 from .errors import InvalidRequestError
+from .kv_cache_type import check_kv_cache_type
 
 FinishReason = Literal["stop", "length", "cancelled"]
 
@@ -65,6 +66,13 @@ class EngineConfig:
     output layer). None: as many as fit beside one session at max_context (llamacpp_offload.py); 0:
     none (the CPU only). Ignored where the llama.cpp build has no GPU."""
 
+    cache_type_k: str = "f16"
+    """llama.cpp: the type keys are cached in: "f16", "q8_0" (about half the memory, as fast on the
+    CPU) or "q4_0". Other backends keep their dtype. engine/kv_cache_type.py has the measurement."""
+    cache_type_v: str = "f16"
+    """llama.cpp: the type values are cached in ("f16", "q8_0", "q4_0"); quantized values save memory
+    but read long prompts about 30 % slower on the CPU."""
+
     threads: Optional[int] = None
     """CPU threads that compute (torch on the CPU, llama.cpp). None: the usable physical cores, or
     CONFAB_THREADS where set. torch's count is process-wide: the last engine loaded sets it."""
@@ -93,6 +101,8 @@ class EngineConfig:
                                       f"the CPU has cores, not {self.threads!r}")
         if self.draft_model is not None and not isinstance(self.draft_model, str):
             raise InvalidRequestError(f"draft_model must be a source string or None, not {self.draft_model!r}")
+        check_kv_cache_type(self.cache_type_k, "cache_type_k")
+        check_kv_cache_type(self.cache_type_v, "cache_type_v")
         if self.backend not in ("auto", "torch", "mlx", "llamacpp"):
             raise InvalidRequestError(f"backend must be auto, torch, mlx or llamacpp, not {self.backend!r}")
         if self.device not in ("auto", "cuda", "cpu", "metal"):

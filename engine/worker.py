@@ -111,7 +111,8 @@ class Worker:
         slot = self._slot(session)
         self._release(slot)
         meta = state_file.metadata(self.backend.name, self.model.fingerprint, self.codec.template_fingerprint,
-                                   session._tokens, len(slot.fed), session._chat_key[0])
+                                   session._tokens, len(slot.fed), session._chat_key[0],
+                                   getattr(self.backend, "kv_cache", ""))
         if slot.parked is not None:  # parked out of the pool: written from its file, left parked
             self.room.save_parked(slot, path, meta)
             return
@@ -157,7 +158,8 @@ class Worker:
 
     def _read_state(self, path: Path):
         """Check everything the metadata says (format, backend, model, size) before reading tensors."""
-        tokens, fed, chat_text = state_file.check(path, self.backend.name, self.model, self.config.max_context)
+        tokens, fed, chat_text = state_file.check(path, self.backend.name, self.model, self.config.max_context,
+                                                  getattr(self.backend, "kv_cache", ""))
         if self.room is not None:  # a shared pool: idle sessions park to make room for it
             self.room.make_room(fed)
         state, _ = self.backend.load_state(path)

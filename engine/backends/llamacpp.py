@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -36,12 +37,13 @@ from .. import capacity
 from ..correctness import kernels as kernel_check
 from ..correctness.cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError
+from ..kv_cache_type import kv_element_bytes
 from ..models.gguf_header import read_header
 from . import llamacpp_model as model_meta
 from . import llamacpp_offload as offload_plan
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
-from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq,
+from .llamacpp_library import (CACHE_GGML_TYPES, DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
                                errors_said, init_library)
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
@@ -97,6 +99,8 @@ class LlamaCppBackend:
         self.kernel_path: Optional[kernel_check.KernelPath] = None  # kernel_check.py's policy, set by load
         self.kernel_check: Optional[kernel_check.KernelCheck] = None  # what the probe found (warm_up)
         self.n_ubatch = 0
+        self.kv_cache = ""
+        """K/V cache element types, "keys/values" (state files record it; set at load)."""
         self.cells: Optional[CellOrder] = None
         """Keeps each sequence's cells in position order (llamacpp_cells.py), so neighbours never change its logits."""
         self.vision: Optional[Vision] = None
@@ -142,14 +146,17 @@ class LlamaCppBackend:
                    "and working?" if built else "this llama.cpp build has no GPU backend (bootstrap.py setup builds one)")
             return offload_plan.Offload(0, 0, None, why)
         shape = offload_plan.ModelShape.of(read_header(self._path))
-        per_token = shape.kv_per_token_block * max(shape.blocks, 1)
         cfg = self.config
+        # the header's figure is float16's; a quantized cache type takes its share of it
+        kv_block = math.ceil(shape.kv_per_token_block * (kv_element_bytes(cfg.cache_type_k)
+                                                          + kv_element_bytes(cfg.cache_type_v)) / 4)
+        per_token = kv_block * max(shape.blocks, 1)
         whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
         if cfg.memory_budget is not None:
             want = least = max(whole, cfg.memory_budget // max(per_token, 1))
         else:
             want, least = POOL_SESSIONS * whole, whole
-        return offload_plan.plan_offload(shape, shape.kv_per_token_block, sum(d.free for d in devices), want, least,
+        return offload_plan.plan_offload(shape, kv_block, sum(d.free for d in devices), want, least,
                                          n_ubatch=min(512, self.kernel_path.max_ubatch or 512),
                                          requested=cfg.gpu_layers, step=POOL_STEP)
 
@@ -171,7 +178,9 @@ class LlamaCppBackend:
         self._swa = int(lc.llama_model_n_swa(model))
         self.can_draft = not self._swa and not lc.llama_model_is_recurrent(model)
         self.quantized = f"{model_meta.describe(model)} (GGUF, as stored)"
-        per_token = model_meta.bytes_per_token(model, KV_BYTES)
+        k_type, v_type = self.config.cache_type_k, self.config.cache_type_v
+        self.kv_cache = f"{k_type}/{v_type}"  # in every state file, checked before one is read
+        per_token = model_meta.bytes_per_token(model, kv_element_bytes(k_type), kv_element_bytes(v_type))
         pool_tokens, n_seq = self._pool_size(per_token, offload)
         cp = lc.llama_context_default_params()
         cp.n_ctx = pool_tokens
@@ -181,6 +190,7 @@ class LlamaCppBackend:
         cp.n_seq_max = n_seq + 1  # one more id holds the retired cells (llamacpp_cells.py)
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
+        cp.type_k, cp.type_v = CACHE_GGML_TYPES[k_type], CACHE_GGML_TYPES[v_type]
         # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
         # in cell order: a session's attention then does not depend on who shares the pool or a
         # decode (greedy tokens alone = batched, restored = never left), and costs what its own

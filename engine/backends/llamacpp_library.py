@@ -19,8 +19,8 @@ POOL_SESSIONS = 4
 it, so many short conversations fit where only four full ones would."""
 POOL_STEP = 256
 """llama.cpp pads a context's cell count to a multiple of this."""
-KV_BYTES = 2
-"""The K/V cache is float16 (llama.cpp's default type)."""
+CACHE_GGML_TYPES = {"f16": lc.GGML_TYPE_F16, "q8_0": lc.GGML_TYPE_Q8_0, "q4_0": lc.GGML_TYPE_Q4_0}
+"""EngineConfig.cache_type_k/_v -> llama.cpp's element type (engine/kv_cache_type.py has their sizes)."""
 DECODE_ERRORS = {1: "no room in the KV pool", 2: "aborted", -1: "invalid batch"}
 _init_lock = threading.Lock()
 _initialized = False

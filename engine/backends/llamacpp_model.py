@@ -4,6 +4,7 @@ its memory is attention cells alone. Read on the engine thread, right after the 
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Optional
 
 import llama_cpp as lc
@@ -27,8 +28,9 @@ def meta_int(model, key: str) -> Optional[int]:
         return None
 
 
-def bytes_per_token(model, kv_bytes: int) -> int:
-    """K and V bytes one token takes in every layer, at `kv_bytes` per element."""
+def bytes_per_token(model, k_bytes: float = 2, v_bytes: float = 2) -> int:
+    """K and V bytes one token takes in every layer, at `k_bytes` and `v_bytes` per element (float16:
+    2; a quantized cache type less, engine/kv_cache_type.py)."""
     arch = ctypes.create_string_buffer(64)
     lc.llama_model_meta_val_str(model, b"general.architecture", arch, len(arch))
     prefix = arch.value.decode()
@@ -37,7 +39,7 @@ def bytes_per_token(model, kv_bytes: int) -> int:
     default = int(lc.llama_model_n_embd(model)) // max(heads, 1)
     k = meta_int(model, f"{prefix}.attention.key_length") or default
     v = meta_int(model, f"{prefix}.attention.value_length") or default
-    return int(lc.llama_model_n_layer(model)) * kv_heads * (k + v) * kv_bytes
+    return math.ceil(int(lc.llama_model_n_layer(model)) * kv_heads * (k * k_bytes + v * v_bytes))
 
 
 def attention_only(model) -> bool:

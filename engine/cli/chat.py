@@ -24,7 +24,9 @@ def run_chat(args: argparse.Namespace) -> int:
             about = f"{engine.label} (remote)"
         else:
             engine = Engine.load(args.model or DEFAULT_MODEL, EngineConfig(backend=args.backend, dtype=args.dtype,
-                                                                              gpu_layers=args.gpu_layers),
+                                                                              gpu_layers=args.gpu_layers,
+                                                                              cache_type_k=args.cache_type_k,
+                                                                              cache_type_v=args.cache_type_v),
                                  progress=progress)
             about = (f"{engine.model.name} on {engine.backend}/{engine.device} ({engine.dtype}), "
                      f"weights {engine.capacity().weights_bytes / 2**20:.0f} MiB; {engine.backend_reason}")

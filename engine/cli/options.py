@@ -24,3 +24,14 @@ def gpu_layers(value: str) -> Optional[int]:
 
 def add_gpu_layers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-layers", type=gpu_layers, default=None, metavar="auto|N", help=GPU_LAYERS_HELP)
+
+
+def add_kv_cache(parser: argparse.ArgumentParser) -> None:
+    """--cache-type-k / --cache-type-v, named as llama-server names them."""
+    from ..kv_cache_type import KV_CACHE_TYPES
+
+    for part, note in (("k", "q8_0 halves the keys' memory at the same speed on the CPU"),
+                       ("v", "q8_0 halves the values' memory; long prompts read ~30 %% slower on the CPU")):
+        parser.add_argument(f"--cache-type-{part}", choices=list(KV_CACHE_TYPES), default="f16",
+                            help=f"llama.cpp: the K/V cache's {'keys' if part == 'k' else 'values'} type "
+                                 f"(default f16; {note})")

@@ -7,7 +7,7 @@ import sys
 from typing import Optional
 
 from .. import Engine, EngineConfig
-from ..cli.options import add_gpu_layers
+from ..cli.options import add_gpu_layers, add_kv_cache
 from ..embeddings import DEFAULT_EMBEDDING_MODEL, Embedder
 from ..errors import EngineError, ModelLoadError
 from ..models import DEFAULT_MODEL
@@ -52,6 +52,7 @@ def add_parser(sub) -> None:
                        help=f"the model /v1/embeddings serves, loaded on its first request (default {DEFAULT_EMBEDDING_MODEL}; "
                             "a sentence-embedding folder or .gguf; none: no embeddings)")
     add_gpu_layers(serve)
+    add_kv_cache(serve)
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
 
@@ -109,7 +110,8 @@ def run_serve(args: argparse.Namespace) -> int:
         config = EngineConfig(backend=args.backend, dtype=args.dtype,
                               max_context=_context_for(args.model, args.max_context),
                               max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
-                              draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None))
+                              draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None),
+                              cache_type_k=args.cache_type_k, cache_type_v=args.cache_type_v)
         engine = Engine.load(args.model, config)
     except EngineError as e:
         if embedder is not None:
