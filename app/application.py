@@ -16,6 +16,7 @@ from PySide6.QtCore import QByteArray, QObject, QRect
 from PySide6.QtWidgets import QApplication, QDialog
 
 from app.bridge import Bridge
+from app.chat.image_support import ImageSupport
 from app.dialog_fit import DialogFit
 from app.mcp.room import McpRoom
 from app.models.names import display_name
@@ -203,6 +204,9 @@ class ConfabApp(QObject):
         counter = engine.count_tokens if engine.counts_tokens else None  # a remote engine cannot count
         self.window.set_token_counter(counter)
         self.quick_chat.files.set_counter(counter)
+        images = ImageSupport.of(engine)  # whether it sees images, and what one costs it
+        self.window.set_images(images)
+        self.quick_chat.files.set_images(images)
         self.quick_chat.set_ready(True)
 
     def _load_failed(self, source: str, message: str) -> None:

@@ -1,5 +1,6 @@
 """One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready (a file icon,
-"notes.md · 1,204 tokens ×"), too big (how many tokens it has, how many fit, and "Attach the first part"), or
+"notes.md · 1,204 tokens ×"; an image's thumbnail, "photo.jpg · 4032×3024 → 2048×1536 · 1,105 tokens ×"),
+too big (how many tokens it has, how many fit, and "Attach the first part"), or
 refused (why, and × to dismiss). `AttachmentTray` holds the chips and decides which state each is in.
 
 A count is the model's own (as the engine counts) or, marked "~", an estimate: a remote model's
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Literal, Optional
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPalette, QPen
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.chat.attachment_count import TokenCount
@@ -40,6 +41,8 @@ def icon_for(media_type: str) -> str:
 
 
 ICON_PX = 16
+THUMB_PX = 28
+"""Height of an image's thumbnail on its chip."""
 
 
 class AttachmentChip(QFrame):
@@ -96,6 +99,21 @@ class AttachmentChip(QFrame):
                   f"{self.name}{part}\n{media_type}, {file_size(size)}, {_tokens_words(counted)} sent to "
                   "the model", icon_for(media_type))
         self.remove_button.setToolTip("Remove this file")
+
+    def show_image(self, thumb: QPixmap, counted: Optional[TokenCount], pixels: str, size: int) -> None:
+        """An image ready to send: its thumbnail, its size in pixels (both sizes when it was scaled
+        down), and its tokens as the model counts them ("image" where the model cannot say)."""
+        tokens = f"{counted.text} tokens" if counted is not None else "image"
+        scaled = " (scaled down as the model's preprocessor would)" if "→" in pixels else ""
+        words = _tokens_words(counted) if counted is not None else "tokens not known to this model"
+        self._set("ready", f"{short_name(self.name)} · {pixels} · {tokens}",
+                  f"{self.name}\n{pixels} pixels{scaled}, {file_size(size)}, {words}")
+        if not thumb.isNull():
+            ratio = self.devicePixelRatioF()
+            thumb = thumb.scaledToHeight(round(THUMB_PX * ratio), Qt.TransformationMode.SmoothTransformation)
+            thumb.setDevicePixelRatio(ratio)
+            self.icon.setPixmap(thumb)
+        self.remove_button.setToolTip("Remove this image")
 
     def show_too_big(self, counted: TokenCount, room: int) -> None:
         fit = f"~{room:,}" if not counted.exact and not counted.counted_chars else f"{room:,}"  # estimated room

@@ -10,8 +10,8 @@ pypdfium2 (PDFium's text extraction): binary wheels for Linux, Windows and macOS
 arm64). Against pure-Python pypdf (wheels everywhere too) on a 54-page text PDF, on a busy 2-core
 machine, three runs: pypdfium2 0.33–0.76 s, pypdf 10–17 s (22–31× slower), and pypdf's text had
 tabs between words and ligature characters ("ﬂoods"). PDFium is not thread-safe, so one document
-is read at a time (`_PDF_LOCK`). Anything else — images, archives,
-office files, executables — is refused with the reason.
+is read at a time (`_PDF_LOCK`). Images are read apart (`image_reader`); anything else —
+archives, office files, executables — is refused with the reason.
 
 A large file is read in 1 MiB blocks with progress and can be cancelled between blocks. Only the
 first `KEEP_CHARS` characters are kept: far more than any model's context, so a 200 MB log costs
@@ -36,7 +36,7 @@ KEEP_CHARS = 16 << 20
 KEEP_BYTES_LIMIT = 64 << 20
 """Files up to this size keep a copy of their bytes when the user asked for copies; bigger ones
 keep their text only (a database is a poor home for hundreds of megabytes)."""
-SUPPORTED = "text, code, Markdown, CSV, JSON and PDF files"
+SUPPORTED = "text, code, Markdown, CSV, JSON and PDF files, and images"
 _MEDIA_TYPES = {
     ".md": "text/markdown", ".markdown": "text/markdown", ".csv": "text/csv",
     ".tsv": "text/tab-separated-values", ".json": "application/json", ".jsonl": "application/jsonl",

@@ -15,6 +15,10 @@ A read can be cancelled from its chip. A file whose text would not fit in what i
 model's context is not attached as it is: its chip says so and offers to attach the part that fits.
 Tokens are counted by the engine on the reading threads too (`attachment_count`), as is the search
 for the part that fits; a model that cannot count (remote) gets the estimate.
+
+Images (a file, or one pasted: `add_image`) are read, scaled and counted on the same threads
+(`image_reader`, `image_support`); their chips show a thumbnail. An image for a model that reads
+text only is refused when the message is sent (`needs_word`), never dropped.
 """
 
 from __future__ import annotations
@@ -27,14 +31,19 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from app.chat.attachment_chip import AttachmentChip
 from app.chat.attachment_count import Counter, TokenCount, count_read, count_text, estimated, fit_part
 from app.chat.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
+from app.chat.image_reader import (THUMB_EDGE, ImageRead, image_from_qimage, is_image_file, pixels, read_image,
+                                  thumbnail, thumbnail_bytes)
+from app.chat.image_support import TEXT_ONLY, ImageSupport
 from app.bridge import GuiRoute
 from app.fitting import FlowLayout
 from app.store import Attachment
+from engine import ImageError
 
 READERS = 2
 """Files read at once (more only compete for the same disk and CPU)."""
@@ -61,6 +70,8 @@ class _Draft:
     """Why it could not be attached, in words (an empty file, a binary one, …); "" if it could."""
     """Set once it is ready to send (all of it, or the part that fits)."""
     shown_progress: float = -1.0
+    image: Optional[ImageRead] = None
+    """An image, once read (its attachment is then ready too)."""
 
 
 class AttachmentTray(QScrollArea):
@@ -81,6 +92,8 @@ class AttachmentTray(QScrollArea):
         """The engine's exact token count (`Engine.count_tokens`); None: estimate (remote engine)."""
         self.keep_bytes = False
         """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
+        self.images = ImageSupport()
+        """What the loaded model does with images (`set_images`)."""
         self.route = GuiRoute(self)
         self.drafts: list[_Draft] = []
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
@@ -103,28 +116,57 @@ class AttachmentTray(QScrollArea):
         self.count_tokens = count
         for draft in self.drafts:
             draft.count = count
-            if draft.attachment is None:
+            if draft.attachment is None or draft.image is not None:
                 continue
             if count is None:
                 self._make_ready(draft, draft.attachment, estimated(len(draft.attachment.text)))
             else:
                 self._readers.submit(self._recount, draft, draft.attachment)
 
+    def set_images(self, support: ImageSupport) -> None:
+        """A model was loaded: images are counted (and refused) as it reads them from now on; the
+        images already here are counted again."""
+        self.images = support
+        for draft in self.drafts:
+            if draft.image is not None:
+                read = draft.image
+                self._readers.submit(self._read_image, draft, lambda r=read: r, support.count)
+
     # -- adding ------------------------------------------------------------------------------------
+    def _new_draft(self, path: Path) -> _Draft:
+        draft = _Draft(path, AttachmentChip(path.name), count=self.count_tokens)
+        draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
+        draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
+        self.drafts.append(draft)
+        self._box.addWidget(draft.chip)
+        return draft
+
     def add_paths(self, paths: list[Path]) -> None:
         """Read each file in the background; its chip shows the progress, then the result."""
         for path in paths:
-            draft = _Draft(Path(path), AttachmentChip(Path(path).name), count=self.count_tokens)
-            draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
-            draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
-            self.drafts.append(draft)
-            self._box.addWidget(draft.chip)
-            self._readers.submit(self._read, draft, self.keep_bytes, self.context())
+            draft = self._new_draft(Path(path))
+            self._readers.submit(self._read, draft, self.keep_bytes, self.context(), self.images.count)
+        self._update()
+
+    def add_image(self, image: QImage, name: str = "") -> None:
+        """A pasted image: made ready to send (encoded, scaled, counted) in the background."""
+        taken = {d.path.name for d in self.drafts}
+        name = name or next(n for i in range(1, len(taken) + 2)
+                            if (n := "Pasted image.png" if i == 1 else f"Pasted image {i}.png") not in taken)
+        draft = self._new_draft(Path(name))
+        copy = image.copy()  # its own pixels: the clipboard's may change while this one is read
+        self._readers.submit(self._read_image, draft, lambda: image_from_qimage(copy, name), self.images.count)
         self._update()
 
     def restore(self, attachments: tuple[Attachment, ...]) -> None:
         """Put back files that were taken for a message that was not sent."""
         for a in attachments:
+            if a.is_image and a.data:
+                read = ImageRead(a.name, a.media_type, a.data, a.size, a.width or 0, a.height or 0, a.scaled_from,
+                                 a.thumbnail)
+                self._readers.submit(self._read_image, self._new_draft(Path(a.name)), lambda r=read: r,
+                                     self.images.count)
+                continue
             counted = TokenCount(a.tokens, a.tokens_exact) if a.tokens is not None else estimated(len(a.text))
             draft = _Draft(Path(a.name), AttachmentChip(a.name), count=self.count_tokens, attachment=a,
                            counted=counted)
@@ -143,8 +185,11 @@ class AttachmentTray(QScrollArea):
         except RuntimeError:  # the tray (and its route) were deleted: nobody is waiting
             draft.cancel.set()
 
-    def _read(self, draft: _Draft, keep_bytes: bool, context: Optional[int]) -> None:
+    def _read(self, draft: _Draft, keep_bytes: bool, context: Optional[int], count_image) -> None:
         if draft.cancel.is_set():  # removed while it waited for a reader
+            return
+        if is_image_file(draft.path):
+            self._read_image(draft, lambda: read_image(draft.path), count_image)
             return
         try:
             read = read_file(draft.path, keep_bytes=keep_bytes, cancelled=draft.cancel.is_set,
@@ -162,6 +207,26 @@ class AttachmentTray(QScrollArea):
             except Exception:  # the engine could not count (it failed): the file is still good
                 counted = estimated(read.chars)
             self._post(draft, self._read_done, draft, read, counted)
+
+    def _read_image(self, draft: _Draft, read: Callable[[], ImageRead], count_image) -> None:
+        """Read (or take) the image, make its thumbnail and ask the model what it costs."""
+        if draft.cancel.is_set():
+            return
+        try:
+            image = read()
+            small = thumbnail(image.data, THUMB_EDGE)  # stored with it, for the history too
+            image = dataclasses.replace(image, thumbnail=thumbnail_bytes(small))
+        except UnreadableFileError as e:
+            return self._post(draft, self._refused, draft, str(e))
+        except Exception as e:  # Qt's own failure on a malformed file: still a reason to show
+            return self._post(draft, self._refused, draft, f"{draft.path.name} could not be read ({e}).")
+        try:
+            counted = TokenCount(count_image(image.data), True) if count_image is not None else None
+        except ImageError as e:  # the model's own refusal (more positions than its step holds, …)
+            return self._post(draft, self._refused, draft, f"{draft.path.name} cannot be sent to this model: {e}.")
+        except Exception:  # the engine could not count (it closed): the image is still good
+            counted = None
+        self._post(draft, self._image_done, draft, image, small, counted)
 
     def _fit(self, draft: _Draft, read: FileRead, room: int) -> None:
         if draft.cancel.is_set():
@@ -218,6 +283,20 @@ class AttachmentTray(QScrollArea):
             draft.chip.show_fitting()
             self._readers.submit(self._fit, draft, draft.read, room)
 
+    def _image_done(self, draft: _Draft, image: ImageRead, small: QImage, counted: Optional[TokenCount]) -> None:
+        if draft not in self.drafts:
+            return
+        attachment = image.attachment(counted.tokens if counted else None, counted is not None)
+        draft.image, draft.attachment, draft.counted = image, attachment, counted or TokenCount(0, False)
+        room = self.room_for(draft)
+        if counted is not None and room is not None and counted.tokens > room:
+            draft.attachment = None
+            self._refused(draft, f"{draft.path.name} takes {counted.tokens:,} tokens, but only {room:,} more fit in "
+                                 "the model's context with this conversation.")
+            return
+        draft.chip.show_image(QPixmap.fromImage(small), counted, pixels(attachment), attachment.size)
+        self._update()
+
     def _fit_done(self, draft: _Draft, attachment: Attachment, counted: TokenCount) -> None:
         if draft not in self.drafts:
             return
@@ -246,7 +325,8 @@ class AttachmentTray(QScrollArea):
     def attachments(self) -> tuple[Attachment, ...]:
         """The files ready to send, in the order they were added, each with the token count its chip
         shows (stored with the message, so the sent message shows the same number)."""
-        return tuple(dataclasses.replace(d.attachment, tokens=d.counted.tokens, tokens_exact=d.counted.exact)
+        return tuple(d.attachment if d.image is not None else  # an image's count is set (None: not known)
+                     dataclasses.replace(d.attachment, tokens=d.counted.tokens, tokens_exact=d.counted.exact)
                      for d in self.drafts if d.attachment is not None)
 
     def tokens(self) -> int:
@@ -272,6 +352,9 @@ class AttachmentTray(QScrollArea):
             if d.chip.state == "refused":
                 why = d.refusal.rstrip(". ") or f"{d.path.name} could not be read"
                 return f"{why}. Remove it (×) to send without it"
+        image = next((d for d in self.drafts if d.image is not None), None)
+        if image is not None and not self.images.takes:
+            return f"{image.path.name} is an image, and {TEXT_ONLY}. Remove it (×) to send without it"
         return None
 
     def take(self) -> tuple[Attachment, ...]:
@@ -302,7 +385,7 @@ class AttachmentTray(QScrollArea):
 
     def _fit_height(self) -> None:
         """As tall as its lines of chips, up to `MAX_LINES` (then it scrolls)."""
-        chip = self.drafts[0].chip.sizeHint().height() if self.drafts else 0
+        chip = max((d.chip.sizeHint().height() for d in self.drafts), default=0)
         lines = self._box.heightForWidth(max(1, self.viewport().width()))
         self.setFixedHeight(min(lines, MAX_LINES * (chip + self._box.spacing())) + 4)
 

@@ -1,15 +1,16 @@
 """The composer: where the user types. Enter sends, Shift+Enter starts a new line, Esc stops.
-Files pasted (Ctrl+V) or dropped on it are handed on (`files_given`) to be attached, not typed."""
+Files pasted (Ctrl+V) or dropped on it are handed on (`files_given`) to be attached, not typed; so is
+a pasted image (`image_given`: a screenshot, an image copied in a browser)."""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from PySide6.QtCore import QMimeData, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QImage, QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-from app.chat.file_drop import local_files
+from app.chat.file_drop import local_files, pasted_image
 
 
 class Composer(QPlainTextEdit):
@@ -19,6 +20,8 @@ class Composer(QPlainTextEdit):
     stop_requested = Signal()
     files_given = Signal(list)
     """Local files were pasted or dropped here (paths): attach them."""
+    image_given = Signal(QImage)
+    """An image was pasted or dropped here: attach it."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -47,12 +50,16 @@ class Composer(QPlainTextEdit):
             self.submitted.emit(text)
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:  # noqa: N802 (Qt name)
-        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+        return (bool(local_files(source)) or pasted_image(source) is not None
+                or super().canInsertFromMimeData(source))
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # noqa: N802 (Qt name)
-        """A paste or drop of files attaches them; anything else is inserted as text."""
+        """A paste or drop of files, or of an image, attaches them; anything else is inserted as text."""
         files = local_files(source)
+        image = pasted_image(source) if not files else None
         if files:
             self.files_given.emit(files)
+        elif image is not None:
+            self.image_given.emit(image)
         else:
             super().insertFromMimeData(source)

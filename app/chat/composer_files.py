@@ -23,9 +23,10 @@ from app.chat.composer import Composer
 from app.chat.context_meter import ContextMeter
 from app.file_dialogs import open_files
 
-FILE_FILTER = ("Text, code and documents (*.txt *.md *.markdown *.csv *.tsv *.json *.jsonl *.pdf *.log *.py "
-               "*.js *.ts *.html *.css *.c *.h *.cpp *.rs *.go *.java *.sh *.yaml *.yml *.toml *.xml *.sql);;"
-               "All files (*)")
+FILE_FILTER = ("Text, code, documents and images (*.txt *.md *.markdown *.csv *.tsv *.json *.jsonl *.pdf *.log "
+               "*.py *.js *.ts *.html *.css *.c *.h *.cpp *.rs *.go *.java *.sh *.yaml *.yml *.toml *.xml *.sql "
+               "*.png *.jpg *.jpeg *.gif *.bmp *.webp *.tif *.tiff);;"
+               "Images (*.png *.jpg *.jpeg *.gif *.bmp *.webp *.tif *.tiff);;All files (*)")
 REPLY_ROOM = 512
 """Tokens kept free for the reply when deciding whether a file fits (at most a quarter of the context)."""
 
@@ -47,10 +48,11 @@ class ComposerFiles(QObject):
         self.why.hide()
         self.tray.changed.connect(self.why.hide)  # the user acted on the files: the reason is old
         self.button = QPushButton(ui_icon("paperclip"), "Attach…", accessibleName="Attach files",
-                                  toolTip="Attach text, code, Markdown, CSV, JSON or PDF files "
-                                          "(or drop or paste them here)")
+                                  toolTip="Attach text, code, Markdown, CSV, JSON or PDF files, or images "
+                                          "for a model that sees them (or drop or paste them here)")
         self.button.clicked.connect(self.pick)
         composer.files_given.connect(self.tray.add_paths)
+        composer.image_given.connect(self.tray.add_image)
         composer.has_files = lambda: bool(self.tray.drafts)  # Enter with a file alone: sent, or told why not
 
     def refuse(self, reason: str) -> None:

@@ -45,8 +45,15 @@ def used_tokens(messages: list[Message]) -> int:
             used, start = stats.prompt_tokens + stats.completion_tokens, i + 1
             break
     # Before any reply with figures (or after it): the text itself, estimated, plus template overhead.
-    return used + sum(estimate_tokens(m.content) + sum(estimate_tokens(f.text) for f in m.attachments) + 4
+    return used + sum(estimate_tokens(m.content) + sum(_file_tokens(f) for f in m.attachments) + 4
                       for m in messages[start:])
+
+
+def _file_tokens(attachment) -> int:
+    """An image's tokens as counted when it was sent (0 when not counted); a file's text, estimated."""
+    if attachment.is_image:
+        return attachment.tokens or 0
+    return estimate_tokens(attachment.text)
 
 
 class ContextMeter(ElidedLabel):

@@ -1,5 +1,6 @@
 """Files given to a window by dropping or pasting them: which local files a drag or the clipboard
-carries, and an event filter that takes drops on a whole window.
+carries (or which image, for a screenshot or an image copied in a browser), and an event filter
+that takes drops on a whole window.
 
     drop = FileDrop(window)                   # the window now accepts dropped files
     drop.dropped.connect(tray.add_paths)
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, QUrl, Signal
-from PySide6.QtGui import QDragMoveEvent, QDropEvent
+from PySide6.QtGui import QDragMoveEvent, QDropEvent, QImage
 from PySide6.QtWidgets import QWidget
 
 
@@ -28,6 +29,16 @@ def local_files(mime: Optional[QMimeData]) -> list[Path]:
     if not urls or not all(u.isLocalFile() for u in urls):
         return []
     return [Path(u.toLocalFile()) for u in urls]
+
+
+def pasted_image(mime: Optional[QMimeData]) -> Optional[QImage]:
+    """The image `mime` carries when it is an image alone (a screenshot, "Copy image" in a browser);
+    None when it carries files or plain text too: a spreadsheet's cells come with a picture of
+    themselves, and those paste as text."""
+    if mime is None or not mime.hasImage() or mime.hasText() or local_files(mime):
+        return None
+    image = mime.imageData()
+    return image if isinstance(image, QImage) and not image.isNull() else None
 
 
 class FileDrop(QObject):

@@ -1,16 +1,19 @@
 """A sent message's files: chips under its header (as many per line as fit, then the next line),
-each opening a window with the file's text in full (what the model was sent)."""
+each opening a window with the file's text in full (what the model was sent); an image's chip shows
+its thumbnail and opens the image large."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QIcon, QPixmap
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QSizePolicy, QToolButton,
                                QVBoxLayout, QWidget)
 
 from app.chat.attachment_chip import file_size, icon_for, short_name
+from app.chat.image_reader import pixels, shown_thumbnail
+from app.chat.image_viewer import ImageViewer
 from app.fitting import FlowLayout
 from app.resources import ui_icon
 from app.chat.attachment_count import stored_count
@@ -63,7 +66,7 @@ class MessageFiles(QWidget):
         self.setAccessibleName("Attached files")
         self.attachments: tuple[Attachment, ...] = ()
         self.chips: list[QToolButton] = []
-        self.viewer: Optional[AttachmentViewer] = None
+        self.viewer: Optional[QDialog] = None
         self._box = FlowLayout(self, spacing=6)
         self._box.setContentsMargins(0, 2, 0, 2)
         self.hide()
@@ -77,24 +80,46 @@ class MessageFiles(QWidget):
             chip.deleteLater()
         self.chips = []
         for a in attachments:
-            part = " (first part)" if a.truncated else ""
-            chip = ChipButton(f"{short_name(a.name)}{part} · {stored_count(a).text} tokens",
-                              icon_for(a.media_type), accessibleName=f"Open attached file {a.name}",
-                              objectName="attachmentChip",
-                              toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
+            chip = _image_chip(a) if a.is_image else _file_chip(a)
             chip.setCursor(Qt.CursorShape.PointingHandCursor)
             chip.clicked.connect(lambda _=False, a=a: self.open(a))
             self._box.addWidget(chip)
             self.chips.append(chip)
         self.setVisible(bool(attachments))
 
-    def open(self, attachment: Attachment) -> "AttachmentViewer":
-        """A window with the file's whole text (non-modal: the chat stays usable)."""
+    def open(self, attachment: Attachment) -> QDialog:
+        """A window with the file's whole text, or the image large (non-modal: the chat stays usable)."""
         if self.viewer is not None:
             self.viewer.close()
-        self.viewer = AttachmentViewer(attachment, self.window())
+        viewer = ImageViewer if attachment.is_image else AttachmentViewer
+        self.viewer = viewer(attachment, self.window())
         self.viewer.show()
         return self.viewer
+
+
+THUMB_PX = 40
+"""Height of an image's thumbnail on a sent message's chip."""
+
+
+def _file_chip(a: Attachment) -> ChipButton:
+    part = " (first part)" if a.truncated else ""
+    return ChipButton(f"{short_name(a.name)}{part} · {stored_count(a).text} tokens",
+                      icon_for(a.media_type), accessibleName=f"Open attached file {a.name}",
+                      objectName="attachmentChip",
+                      toolTip=f"{a.name}: {a.media_type}, {file_size(a.size)}. Click to read the text sent.")
+
+
+def _image_chip(a: Attachment) -> ChipButton:
+    """The image's thumbnail, its name, size in pixels and tokens ("image" when they were not counted)."""
+    tokens = f"{stored_count(a).text} tokens" if a.tokens is not None else "image"
+    chip = ChipButton(" · ".join(part for part in (short_name(a.name), pixels(a), tokens) if part), "file-text",
+                      accessibleName=f"View attached image {a.name}", objectName="attachmentChip",
+                      toolTip=f"{a.name}: {pixels(a)} pixels, {file_size(len(a.data or b''))}. Click to view it large.")
+    small = shown_thumbnail(a, THUMB_PX * 2)  # stored with it; twice the height: sharp on a high-density screen
+    if not small.isNull():
+        chip.setIcon(QIcon(QPixmap.fromImage(small)))
+        chip.setIconSize(QSize(min(THUMB_PX * 2, round(THUMB_PX * small.width() / small.height())), THUMB_PX))
+    return chip
 
 
 class AttachmentViewer(QDialog):

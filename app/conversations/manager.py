@@ -173,7 +173,7 @@ class ConversationManager:
                                                   attachments=attachments, attachments_from=attachments_from).id
         self._replying.add(conversation_id)
         writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.label)
-        messages = chat_messages(self.store, conversation_id)
+        messages = self._history(conversation_id)
         yield from self._stream(conversation_id, session, writer, messages, params, [], False,
                                 self._offer(conversation_id, 1))
 
@@ -187,7 +187,7 @@ class ConversationManager:
             raise ValueError(f"message {message_id} made no tool calls in conversation {conversation_id}")
         if pending(message.tool_calls):
             raise ValueError("a tool call of this reply has no result yet")
-        history = chat_messages(self.store, conversation_id)
+        history = self._history(conversation_id)
         session = self.session_for(conversation_id)
         writer = self.store.continue_reply(message_id)
         self._replying.add(conversation_id)
@@ -210,7 +210,7 @@ class ConversationManager:
         message = self.store.get_message(message_id)
         if message.conversation_id != conversation_id:
             raise ValueError(f"message {message_id} is not in conversation {conversation_id}")
-        history = chat_messages(self.store, conversation_id)  # ends with the reply, unless it is empty
+        history = self._history(conversation_id)  # ends with the reply, unless it is empty
         session = self.session_for(conversation_id)
         writer = self.store.continue_reply(message_id)
         self._replying.add(conversation_id)
@@ -317,6 +317,10 @@ class ConversationManager:
             except CapacityError:
                 if started or not self._suspend_for_pool(conversation_id):
                     raise
+
+    def _history(self, conversation_id: int) -> list[dict]:
+        """What the model reads of the conversation: its images too where it takes images."""
+        return chat_messages(self.store, conversation_id, images=bool(getattr(self.engine, "takes_images", False)))
 
     def _thinking(self, conversation_id: int) -> Optional[bool]:
         """The conversation's Think switch, where the model has one (None: the model's default)."""

@@ -3,19 +3,27 @@
 The store is the single source of truth, so every turn re-reads it rather than keeping a copy:
 an edit or a truncation is seen at once, and the engine's warm resume reuses whatever prefix
 still matches.
+
+An attached image goes to the model as an image part of the message (`engine.image_part`), before
+the message's files and text. A model that reads text only gets a line naming the image instead,
+so a conversation that held images goes on after the user loads a text model.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.store import Attachment, Message, Store
+from engine import image_part
 
 HISTORY_STATUSES: tuple[str, ...] = ("complete", "interrupted", "cancelled")
 """Statuses whose messages the model sees. `error` rows hold no real reply and `streaming` is the
 row being written now; sending either would show the model text it never produced."""
 
 
-def chat_messages(store: Store, conversation_id: int) -> list[dict]:
-    """System prompt (when set) plus the conversation's usable history, as engine messages."""
+def chat_messages(store: Store, conversation_id: int, images: bool = True) -> list[dict]:
+    """System prompt (when set) plus the conversation's usable history, as engine messages; with
+    `images` False (a text-only model) each image is a line of text that names it."""
     conversation = store.get_conversation(conversation_id)
     messages: list[dict] = []
     if conversation.system_prompt:
@@ -23,7 +31,8 @@ def chat_messages(store: Store, conversation_id: int) -> list[dict]:
     branch = store.messages(conversation_id)
     for i, m in enumerate(branch):
         if _usable(m, last=i == len(branch) - 1):
-            messages.extend(with_tool_steps(m, _as_chat(m)) if m.tool_calls else [_as_chat(m)])
+            chat = _as_chat(m, images)
+            messages.extend(with_tool_steps(m, chat) if m.tool_calls else [chat])
     return messages
 
 
@@ -36,10 +45,11 @@ def _usable(message: Message, last: bool = False) -> bool:
                 and not (last and message.reasoning))
 
 
-def _as_chat(message: Message) -> dict:
-    """The engine's message (attached files as blocks before the text); a reply's reasoning goes
-    along apart, and the model's chat template decides whether the model sees it again (most never do)."""
-    chat = {"role": message.role, "content": with_attachments(message.content, message.attachments)}
+def _as_chat(message: Message, images: bool = True) -> dict:
+    """The engine's message (attached images, then files as blocks, before the text); a reply's
+    reasoning goes along apart, and the model's chat template decides whether the model sees it
+    again (most never do)."""
+    chat = {"role": message.role, "content": content_of(message.content, message.attachments, images)}
     if message.reasoning:
         chat["reasoning"] = message.reasoning
     return chat
@@ -66,6 +76,22 @@ def with_tool_steps(message: Message, chat: dict) -> list[dict]:
     if rest:
         out.append({**chat, "content": rest})
     return out
+
+
+def content_of(text: str, attachments: tuple[Attachment, ...] | list[Attachment], images: bool = True) -> Any:
+    """A message's content: its text with its files (`with_attachments`), and before them its images
+    as image parts (a list of parts then; a string when it has none). With `images` False, each
+    image is a line that names it, so the model knows one was there."""
+    pictures = [a for a in attachments if a.is_image]
+    files = [a for a in attachments if not a.is_image]
+    if not images:
+        notes = [f"[image {a.name}: not shown, this model reads text only]" for a in pictures]
+        return with_attachments("\n".join(notes + ([text] if text else [])), files)
+    body = with_attachments(text, files)
+    parts: list[dict] = [image_part(a.data) for a in pictures if a.data]
+    if not parts:
+        return body
+    return parts + ([{"type": "text", "text": body}] if body else [])
 
 
 def with_attachments(text: str, attachments: tuple[Attachment, ...] | list[Attachment]) -> str:

@@ -1,5 +1,5 @@
 """How each model is loaded, remembered per model in the app's settings file: its context length,
-GPU layers and CPU threads, as the Load-model dialog last set them.
+GPU layers, CPU threads and vision projector, as the Load-model dialog last set them.
 
     options = load_options(home, source)            # LoadOptions(), where nothing was chosen yet
     config = options.applied_to(EngineConfig())     # what the engine loads with
@@ -39,6 +39,9 @@ class LoadOptions:
     """llama.cpp: layers on the GPU (None: as many as fit; 0: the CPU only)."""
     threads: Optional[int] = None
     """CPU threads (None: the physical cores)."""
+    mmproj: Optional[str] = None
+    """llama.cpp: the vision projector file that lets the model see images (None: an mmproj*.gguf
+    beside the model, when there is one; `EngineConfig.mmproj`)."""
 
     def applied_to(self, config: EngineConfig) -> EngineConfig:
         """`config` with these choices over it (what is None keeps the config's)."""
@@ -78,8 +81,9 @@ def load_options(home: Path, source: str) -> LoadOptions:
     except Exception:  # an unreadable settings file: defaults rather than no app
         return LoadOptions()
     context, layers, threads = (_whole(data.get(k)) for k in ("max_context", "gpu_layers", "threads"))
+    mmproj = data.get("mmproj")
     return LoadOptions(max_context=context if context and context >= 16 else None, gpu_layers=layers,
-                       threads=threads or None)
+                       threads=threads or None, mmproj=mmproj if isinstance(mmproj, str) and mmproj else None)
 
 
 def save_load_options(home: Path, source: str, options: LoadOptions) -> bool:

@@ -1,5 +1,7 @@
 """The Load-model dialog's options for the selected model: context length (up to what the model was
-trained for), GPU layers (where llama.cpp has a GPU) and CPU threads, Auto where the engine decides.
+trained for), GPU layers (where llama.cpp has a GPU), CPU threads and the vision projector (an
+`mmproj` file that lets a GGUF model see images: found beside the model, or chosen here), Auto where
+the engine decides.
 
     box = LoadOptionsBox(default_context=4096)
     box.show_options(load_options(home, source))   # what was chosen for this model last time
@@ -13,9 +15,13 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QSpinBox, QWidget
+from pathlib import Path
 
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QPushButton, QSpinBox, QWidget
+
+from app.file_dialogs import open_file
+from app.fitting import ElidedLabel
 from app.models.gpu_layers_row import GpuLayersRow, gpu_offload_available
 from app.models.load_options import LoadOptions
 from app.settings.dialog import named
@@ -24,6 +30,8 @@ MIN_CONTEXT = 512
 UNKNOWN_MOST = 32768
 """Most context offered for a model that does not say how long it was trained for."""
 AUTO = 0
+MMPROJ_AUTO = "Auto: an mmproj*.gguf beside the model, if there is one"
+MMPROJ_FILTER = "Vision projectors (*.gguf);;All files (*)"
 
 
 class LoadOptionsBox(QWidget):
@@ -53,6 +61,16 @@ class LoadOptionsBox(QWidget):
         threads_note = QLabel(f"of {os.cpu_count() or 1} on this computer")
         threads_note.setEnabled(False)
         self.gpu_layers = GpuLayersRow(captioned=False)
+        self.mmproj: Optional[str] = None
+        """The vision projector chosen (None: Auto)."""
+        self.mmproj_label = ElidedLabel(MMPROJ_AUTO)
+        self.mmproj_label.setAccessibleName("Vision projector")
+        self.mmproj_button = QPushButton("Choose…", accessibleName="Choose a vision projector",
+                                         toolTip="A GGUF model sees images with its vision projector (an "
+                                                 "mmproj .gguf file); choose it when it is not beside the model")
+        self.mmproj_button.clicked.connect(self._choose_mmproj)
+        self.mmproj_auto = QPushButton("Auto", accessibleName="Find the vision projector beside the model")
+        self.mmproj_auto.clicked.connect(lambda: self.set_mmproj(None))
 
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
@@ -61,7 +79,28 @@ class LoadOptionsBox(QWidget):
         caption = QLabel("&GPU layers:")
         caption.setBuddy(self.gpu_layers.spin)
         self.form.addRow(caption, self.gpu_layers)
+        vision = QHBoxLayout()
+        vision.addWidget(self.mmproj_label, 1)
+        vision.addWidget(self.mmproj_button)
+        vision.addWidget(self.mmproj_auto)
+        caption = QLabel("&Images:")
+        caption.setBuddy(self.mmproj_button)
+        self.form.addRow(caption, vision)
         self.show_gpu_layers(gpu_offload_available())
+        self.set_mmproj(None)
+
+    def set_mmproj(self, path: Optional[str]) -> None:
+        """The vision projector to load with (None: Auto, the one beside the model)."""
+        self.mmproj = path
+        self.mmproj_label.setText(Path(path).name if path else MMPROJ_AUTO)
+        self.mmproj_label.setToolTip(path or "A GGUF model sees images when its mmproj*.gguf file is in "
+                                             "the same folder; or choose the file")
+        self.mmproj_auto.setEnabled(path is not None)
+
+    def _choose_mmproj(self) -> None:
+        chosen = open_file(self.window(), "Choose the model's vision projector (mmproj)", MMPROJ_FILTER)
+        if chosen is not None:
+            self.set_mmproj(str(chosen))
 
     def _row(self, caption: str, spin: QSpinBox, note: QLabel) -> None:
         """A form row: the value at its own width, a greyed note after it."""
@@ -85,6 +124,7 @@ class LoadOptionsBox(QWidget):
         self.context.setValue(context)
         self.threads.setValue(options.threads or AUTO)
         self.gpu_layers.set_value(options.gpu_layers)
+        self.set_mmproj(options.mmproj)
 
     def set_trained(self, trained: Optional[int]) -> None:
         """The model's trained context: the most the context may be (a longer value comes down)."""
@@ -95,4 +135,4 @@ class LoadOptionsBox(QWidget):
         """The choices shown (GPU layers only where the build has a GPU)."""
         layers = self.gpu_layers.value() if self.gpu_layers.isVisibleTo(self) else None
         return LoadOptions(max_context=self.context.value(), gpu_layers=layers,
-                           threads=self.threads.value() or None)
+                           threads=self.threads.value() or None, mmproj=self.mmproj)

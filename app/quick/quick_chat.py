@@ -9,7 +9,8 @@
 Its exchanges are an ordinary conversation titled "Quick chat" (the most recent one with that exact
 title, created when there is none), so the main window lists it and can continue it. It reaches the
 store and the engine only through the Bridge; nothing here waits on either. Files dropped on the
-panel, or pasted into its question line, are attached to the next question (chips above the line).
+panel, or pasted into its question line (a copied image too), are attached to the next question
+(chips above the line).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from PySide6.QtWidgets import (QApplication, QFrame, QHBoxLayout, QLabel, QLineE
 from app.chat.attachment_tray import AttachmentTray
 from app.bridge import Bridge, Finished, Send
 from app.chat.composer_files import REPLY_ROOM
-from app.chat.file_drop import FileDrop, local_files
+from app.chat.file_drop import FileDrop, local_files, pasted_image
 from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 from app.chat.prefill_progress import progress_text
 from app.resources import ui_pixmap
@@ -326,12 +327,18 @@ class QuickChat(QWidget):
 
     # -- events ------------------------------------------------------------------------------------
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name)
-        """Ctrl+V in the question line attaches copied files instead of pasting their paths."""
+        """Ctrl+V in the question line attaches copied files (or a copied image) instead of pasting
+        their paths."""
         if (watched is self.input and event.type() == QEvent.Type.KeyPress
                 and event.matches(QKeySequence.StandardKey.Paste)):
-            files = local_files(QApplication.clipboard().mimeData())
+            mime = QApplication.clipboard().mimeData()
+            files = local_files(mime)
+            image = pasted_image(mime) if not files else None
             if files:
                 self.files.add_paths(files)
+                return True
+            if image is not None:
+                self.files.add_image(image)
                 return True
         return super().eventFilter(watched, event)
 

@@ -5,6 +5,10 @@ the file's name, media type, size and text (only the part that fit, when `trunca
 the user asked for it, a copy of the original bytes. Its text is searchable (FTS5 over name and
 text). A new version of an edited message gets copies of the old version's attachments.
 
+An image (media type image/…) is sent to the model as pixels, not text: its bytes are always kept
+(they are what the model read) and come with the message when it is read, since the window shows
+the image and every turn sends it again; its size in pixels is kept beside them.
+
 These are functions over a sqlite-utils `Database` so the `Store` stays small; callers hold the
 transaction.
 """
@@ -41,18 +45,36 @@ class Attachment:
     tokens_exact: bool = False
     """`tokens` is the model's own count (False: an estimate, shown with "~")."""
     data: Optional[bytes] = field(default=None, repr=False, compare=False)
-    """A copy of the original bytes, kept only when the user asked for it (a setting). Messages
-    read from the store leave it out (see `has_data`); `Store.attachment_data` reads it."""
+    """A copy of the original bytes, kept only when the user asked for it (a setting); an image's
+    bytes as sent, always. Messages read from the store leave it out but for images (see
+    `has_data`); `Store.attachment_data` reads it."""
     has_data: bool = False
     """The store holds the original bytes of this file."""
     id: Optional[int] = None
     """The store's id (None before it is stored)."""
+    width: Optional[int] = None
+    """An image's width in pixels as sent (None: not an image)."""
+    height: Optional[int] = None
+    """An image's height in pixels as sent (None: not an image)."""
+    scaled_from: Optional[tuple[int, int]] = None
+    """An image's (width, height) before Confab scaled it down to send it; None: sent as it was."""
+    thumbnail: Optional[bytes] = field(default=None, repr=False, compare=False)
+    """A small PNG of an image, made when it was attached (None: make one from `data`); not exported."""
+
+    @property
+    def is_image(self) -> bool:
+        """An image: the model reads its pixels (`data`), not `text`."""
+        return self.media_type.startswith("image/")
 
     @classmethod
     def from_row(cls, row: dict) -> "Attachment":
+        image = row["media_type"].startswith("image/")
+        source = (row["source_width"], row["source_height"])
         return cls(name=row["name"], media_type=row["media_type"], size=row["size"], text=row["text"],
                    truncated=bool(row["truncated"]), tokens=row["tokens"], tokens_exact=bool(row["tokens_exact"]),
-                   has_data=bool(row["has_data"]), id=row["id"])
+                   data=row["image_data"] if image else None, has_data=bool(row["has_data"]), id=row["id"],
+                   width=row["width"], height=row["height"], scaled_from=source if None not in source else None,
+                   thumbnail=row["thumbnail"])
 
     def as_dict(self, data: Optional[bytes] = None) -> dict[str, Any]:
         """The export form: plain JSON values; the bytes (when kept) as base64."""
@@ -60,6 +82,10 @@ class Attachment:
                                "text": self.text, "truncated": self.truncated}
         if self.tokens is not None:
             out.update(tokens=self.tokens, tokens_exact=self.tokens_exact)
+        if self.width is not None and self.height is not None:
+            out.update(width=self.width, height=self.height)
+        if self.scaled_from is not None:
+            out["scaled_from"] = list(self.scaled_from)
         if data is not None:
             out["data_base64"] = base64.b64encode(data).decode("ascii")
         return out
@@ -82,13 +108,26 @@ class Attachment:
         tokens = d.get("tokens")
         if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
             raise InvalidValueError("attachment tokens must be a whole number")
+        width, height, scaled = d.get("width"), d.get("height"), d.get("scaled_from")
+        if not all(_pixels(v) for v in (width, height) if v is not None) or (width is None) != (height is None):
+            raise InvalidValueError("attachment width and height must both be whole numbers of pixels")
+        if scaled is not None and not (isinstance(scaled, list) and len(scaled) == 2 and all(map(_pixels, scaled))):
+            raise InvalidValueError("attachment scaled_from must be [width, height] in pixels")
+        if d["media_type"].startswith("image/") and raw is None:
+            raise InvalidValueError("an attached image needs its data_base64")
         return cls(name=d["name"], media_type=d["media_type"], size=size, text=d["text"],
                    truncated=bool(d.get("truncated", False)), tokens=tokens,
-                   tokens_exact=bool(d.get("tokens_exact", False)) and tokens is not None, data=raw)
+                   tokens_exact=bool(d.get("tokens_exact", False)) and tokens is not None, data=raw,
+                   width=width, height=height, scaled_from=tuple(scaled) if scaled is not None else None)
+
+
+def _pixels(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 _COLUMNS = ("id, message_id, name, media_type, size, text, truncated, tokens, tokens_exact, "
-            "data is not null as has_data")
+            "data is not null as has_data, width, height, source_width, source_height, thumbnail, "
+            "case when media_type like 'image/%' then data end as image_data")
 
 
 def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now: float) -> None:
@@ -99,10 +138,14 @@ def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now
             raise InvalidValueError(f"attachments must be Attachment records, not {type(a).__name__}")
         for name in ("name", "media_type", "text"):
             check_text(f"attachment {name}", getattr(a, name))
+        if a.is_image and not a.data:
+            raise InvalidValueError(f"the image {a.name} has no bytes to store")
+        source = a.scaled_from or (None, None)
         rows.append({"message_id": message_id, "position": position, "name": a.name,
                      "media_type": a.media_type, "size": int(a.size), "text": a.text,
                      "truncated": int(a.truncated), "tokens": a.tokens, "tokens_exact": int(a.tokens_exact),
-                     "data": a.data, "created_at": now})
+                     "data": a.data, "created_at": now, "width": a.width, "height": a.height,
+                     "source_width": source[0], "source_height": source[1], "thumbnail": a.thumbnail})
     if rows:
         db["attachments"].insert_all(rows)
 
@@ -110,14 +153,17 @@ def insert(db: Database, message_id: int, attachments: Iterable[Attachment], now
 def copy(db: Database, from_message: int, to_message: int, now: float) -> None:
     """Give `to_message` copies of `from_message`'s attachments (an edited message's new version)."""
     db.execute("""insert into attachments (message_id, position, name, media_type, size, text, truncated,
-                                           tokens, tokens_exact, data, created_at)
-                  select ?, position, name, media_type, size, text, truncated, tokens, tokens_exact, data, ?
+                                           tokens, tokens_exact, data, created_at, width, height,
+                                           source_width, source_height, thumbnail)
+                  select ?, position, name, media_type, size, text, truncated, tokens, tokens_exact, data, ?,
+                         width, height, source_width, source_height, thumbnail
                   from attachments where message_id = ? order by position""",
                [to_message, now, from_message])
 
 
 def for_messages(db: Database, message_ids: list[int]) -> dict[int, tuple[Attachment, ...]]:
-    """Each message's attachments (without their bytes), in order; messages with none are absent."""
+    """Each message's attachments (without their bytes, but images with theirs), in order; messages
+    with none are absent."""
     found: dict[int, list[Attachment]] = {}
     for start in range(0, len(message_ids), 500):  # SQLite's variable limit
         ids = message_ids[start:start + 500]

@@ -3,10 +3,11 @@
 The JSON holds the conversation's settings and the messages of the branch shown (other versions
 of regenerated or edited messages are not exported) with their status, exact token ids, stats,
 times, tool calls with their results, attached files (name, type, size, text, and the original
-bytes as base64 when they were kept), and for replies the model that wrote them, why they ended and a thinking model's reasoning
+bytes as base64 when they were kept; an image always, with its size in pixels), and for replies the model that wrote them, why they ended and a thinking model's reasoning
 (with how long it thought); ids and saved states are not exported (ids are the database's, states
 a cache). The Markdown shows the reasoning apart, above its answer, in a collapsed
-`<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it.
+`<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it. Attached
+images are shown in place as data URLs, so the Markdown file is whole on its own.
 
     text = export_json(store, conversation_id)
     copy = import_json(store, text)          # a new conversation
@@ -14,6 +15,7 @@ a cache). The Markdown shows the reasoning apart, above its answer, in a collaps
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any
@@ -96,6 +98,9 @@ def export_markdown(store: Store, conversation_id: int) -> str:
     for m in store.messages(conversation_id):
         lines += [f"## {_LABELS[m.role]}", ""] + _reasoning_markdown(m) + [m.content, ""]
         lines += _tool_calls_markdown(m)
+        images = [_image_markdown(a) for a in m.attachments if a.is_image and a.data]
+        if images:
+            lines += images + [""]
         if m.attachments:
             lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
         if m.notice:
@@ -111,6 +116,12 @@ def _reasoning_markdown(m: Message) -> list[str]:
         return []
     quoted = [f"> {line}" if line else ">" for line in m.reasoning.splitlines()]
     return ["<details>", f"<summary>{thought_label(m.reasoning_s)}</summary>", ""] + quoted + ["", "</details>", ""]
+
+
+def _image_markdown(a: Attachment) -> str:
+    """The image in place (a data URL: the file needs nothing beside it), its name as the alt text."""
+    alt = a.name.replace("[", "(").replace("]", ")")
+    return f"![{alt}](data:{a.media_type};base64,{base64.b64encode(a.data or b'').decode('ascii')})"
 
 
 def _tool_calls_markdown(m: Message) -> list[str]:
@@ -129,8 +140,9 @@ def _message_dict(store: Store, m: Message) -> dict[str, Any]:
             "token_ids": list(m.token_ids) if m.token_ids is not None else None, "error": m.error,
             **stats, "created_at": m.created_at, "updated_at": m.updated_at, "model": m.model,
             "finish_reason": m.finish_reason, "reasoning": m.reasoning, "reasoning_s": m.reasoning_s,
-            "notice": m.notice, "attachments": [a.as_dict(attached.data(store.db, a.id) if a.has_data else None)
-                            for a in m.attachments],
+            "notice": m.notice, "attachments": [a.as_dict(a.data if a.data is not None else
+                                                     attached.data(store.db, a.id) if a.has_data else None)
+                                           for a in m.attachments],
             "tool_calls": [c.as_dict() for c in m.tool_calls]}
 
 

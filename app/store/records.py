@@ -140,7 +140,8 @@ class Message:
     reasoning_s: Optional[float] = None
     """Seconds it spent thinking ("Thought for 12 s"); None when it did not think or unknown."""
     attachments: tuple = ()
-    """Files attached to this message (`Attachment` records, without their bytes), in order."""
+    """Files attached to this message (`Attachment` records, without their bytes but for images'),
+    in order."""
     tool_calls: tuple = ()
     """Tool calls this reply made, with their results (`ToolCallRecord`s), in order."""
     notice: str = ""

@@ -172,6 +172,19 @@ def message_deleted(db: Database) -> None:
     db["messages"].add_column("deleted", int, not_null_default=0)
 
 
+@_migration("0010_attachment_images")
+def attachment_images(db: Database) -> None:
+    """An attached image (media type image/…) keeps its bytes in `data` (always: the image is what
+    the model read, not a copy on request), its size in pixels as sent (`width`, `height`), and,
+    when Confab scaled a large photo down before sending it, the size it had
+    (`source_width`, `source_height`; None when sent as it was); `thumbnail` is a small PNG of it,
+    so the history shows it without decoding the image. None for other files.
+    Self-contained: it only adds columns, so it may be renumbered after other migrations."""
+    for column in ("width", "height", "source_width", "source_height"):
+        db["attachments"].add_column(column, int)
+    db["attachments"].add_column("thumbnail", bytes)
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

@@ -24,6 +24,7 @@ from app.window.status_parts import (PartLabel, StatusPart, StatusParts, backend
 from app.error_words import in_words
 from app.store import Conversation
 from app.window.deletes import DeleteUndo
+from app.window.images_part import ImagesLabel
 from app.window.load_error import load_error_box
 from app.window.message_deletes import MessageDeletes
 from app.window.undo_bar import UndoBar
@@ -197,6 +198,7 @@ class MainWindow(QMainWindow):
         self.model_label.setAccessibleName("Current model")
         self.backend_label = PartLabel("")
         self.backend_label.setAccessibleName("Backend the model runs on")
+        self.images_label = ImagesLabel()
         self.stats_label = PartLabel("")
         self.stats_label.setAccessibleName("Last reply speed")
         self.figures = StatusFigures(self)
@@ -211,7 +213,7 @@ class MainWindow(QMainWindow):
         """Whole texts while they fit, compact ones (details in tooltips) when they do not."""
         bar.addPermanentWidget(self.progress)
         # Each part after a thin line: memory, model and backend never run together.
-        for label in (self.stats_label, self.figures, self.model_label, self.backend_label):
+        for label in (self.stats_label, self.figures, self.model_label, self.images_label, self.backend_label):
             self.add_status_part(label)
 
     def add_status_part(self, label: PartLabel) -> None:
@@ -265,6 +267,12 @@ class MainWindow(QMainWindow):
         """The loaded engine's exact token count (`Engine.count_tokens`) for attached files, or None
         where it cannot count (a remote engine): their counts are then estimates, shown with "~"."""
         self.chat.files.tray.set_counter(count)
+
+    def set_images(self, support) -> None:
+        """Whether the loaded model sees images (`ImageSupport`): said in the status bar; the
+        composer counts images with it, and refuses them for a text model."""
+        self.images_label.show_support(support)
+        self.chat.files.tray.set_images(support)
 
     def set_progress(self, fraction: float, message: str) -> None:
         self.progress.show()

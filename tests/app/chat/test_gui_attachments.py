@@ -102,8 +102,11 @@ def test_files_pasted_into_the_composer_are_attached_not_typed(qtbot, window, tm
 
 
 @pytest.mark.parametrize("name, data, reason", [
+    ("blob.bin", bytes(range(256)) * 4,
+     "blob.bin is not a text file (it holds binary data); Confab can attach text, code, Markdown, CSV, JSON and "
+     "PDF files, and images."),
     ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4,
-     "photo.png is not a text file (it holds binary data); Confab can attach text, code, Markdown, CSV, JSON and PDF files."),
+     "photo.png could not be read as an image"),
     ("broken.pdf", b"%PDF-1.7\nthis is not really a pdf\n",
      "broken.pdf could not be read as a PDF: it is damaged"),
     ("empty.txt", b"", "empty.txt is empty: there is no text to attach."),

@@ -64,6 +64,12 @@ def build(version: int, path: Path) -> None:
                 "size": 52, "text": "# Day one\nBelém tower, then lunch near Alfama.\n", "truncated": 0,
                 "data": None, "created_at": t, **({"tokens": 14, "tokens_exact": 1}
                                                   if "0008_attachment_tokens" in MIGRATION_NAMES[:version] else {})})
+        if "0010_attachment_images" in MIGRATION_NAMES[:version]:
+            db["attachments"].insert({
+                "id": 2, "message_id": 1, "position": 1, "name": "tram.png", "media_type": "image/png",
+                "size": len(_TINY_PNG), "text": "", "truncated": 0, "data": _TINY_PNG, "created_at": t,
+                "tokens": 80, "tokens_exact": 1, "width": 1, "height": 1, "source_width": None,
+                "source_height": None, "thumbnail": _TINY_PNG})
         if "0006_tool_calls" in MIGRATION_NAMES[:version]:
             db["tool_calls"].insert({
                 "id": 1, "message_id": 2, "position": 0, "step": 1, "offset": 0, "call_id": "a1b2c3d4e",
@@ -75,6 +81,12 @@ def build(version: int, path: Path) -> None:
                                                 "tokens: 4 earlier messages from the start left out."})
     db.vacuum()
     db.close()
+
+
+_TINY_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c49444154789c63f8df"
+    "c0000004010180c52a185d0000000049454e44ae426082")
+"""A 1×1 PNG (one orange pixel)."""
 
 
 def _with_versions(version: int, rows: list[dict]) -> list[dict]:
