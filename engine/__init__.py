@@ -52,6 +52,7 @@ from .remote.errors import ReplyCutError
 from .images import image_part
 from .session import Session, Stream
 from .reply.toolstream import CallDelta, CallStream
+from .kv_cache_type import KV_CACHE_TYPES
 from .types import Capacity, Chunk, EngineConfig, GenerationStats, Reply, SamplingParams, TokenLogprob
 from .reply import truncation  # context policies, shared by the server and the app
 
@@ -118,6 +119,7 @@ __all__ = [
     "StateFileError",
     "Engine",
     "EngineConfig",
+    "KV_CACHE_TYPES",
     "GenerationStats",
     "Reply",
     "LlamaLibrary",

@@ -1,5 +1,5 @@
 """How each model is loaded, remembered per model in the app's settings file: its context length,
-GPU layers, CPU threads and vision projector, as the Load-model dialog last set them.
+GPU layers, CPU threads, vision projector and K/V cache type, as the Load-model dialog last set them.
 
     options = load_options(home, source)            # LoadOptions(), where nothing was chosen yet
     config = options.applied_to(EngineConfig())     # what the engine loads with
@@ -20,7 +20,7 @@ from typing import Optional
 
 from PySide6.QtCore import QSettings
 
-from engine import EngineConfig
+from engine import KV_CACHE_TYPES, EngineConfig
 
 from app.models.names import same_model_key
 from app.settings.app_settings import settings_path
@@ -42,6 +42,10 @@ class LoadOptions:
     mmproj: Optional[str] = None
     """llama.cpp: the vision projector file that lets the model see images (None: an mmproj*.gguf
     beside the model, when there is one; `EngineConfig.mmproj`)."""
+    cache_type_k: Optional[str] = None
+    """llama.cpp: the type keys are cached in ("f16", "q8_0", "q4_0"; None: f16)."""
+    cache_type_v: Optional[str] = None
+    """llama.cpp: the type values are cached in (as cache_type_k)."""
 
     def applied_to(self, config: EngineConfig) -> EngineConfig:
         """`config` with these choices over it (what is None keeps the config's)."""
@@ -82,8 +86,10 @@ def load_options(home: Path, source: str) -> LoadOptions:
         return LoadOptions()
     context, layers, threads = (_whole(data.get(k)) for k in ("max_context", "gpu_layers", "threads"))
     mmproj = data.get("mmproj")
+    k, v = (data.get(key) if data.get(key) in KV_CACHE_TYPES else None for key in ("cache_type_k", "cache_type_v"))
     return LoadOptions(max_context=context if context and context >= 16 else None, gpu_layers=layers,
-                       threads=threads or None, mmproj=mmproj if isinstance(mmproj, str) and mmproj else None)
+                       threads=threads or None, mmproj=mmproj if isinstance(mmproj, str) and mmproj else None,
+                       cache_type_k=k, cache_type_v=v)
 
 
 def save_load_options(home: Path, source: str, options: LoadOptions) -> bool:

@@ -1,5 +1,5 @@
 """The Load-model dialog's options for the selected model: context length (up to what the model was
-trained for), GPU layers (where llama.cpp has a GPU), CPU threads and the vision projector (an
+trained for), GPU layers (where llama.cpp has a GPU), CPU threads, the K/V cache type and the vision projector (an
 `mmproj` file that lets a GGUF model see images: found beside the model, or chosen here), Auto where
 the engine decides.
 
@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QPushButton, QSp
 from app.file_dialogs import open_file
 from app.fitting import ElidedLabel
 from app.models.gpu_layers_row import GpuLayersRow, gpu_offload_available
+from app.models.kv_cache_combo import KvCacheCombo
 from app.models.load_options import LoadOptions
 from app.settings.dialog import named
 
@@ -38,6 +39,7 @@ class LoadOptionsBox(QWidget):
     """Context length, GPU layers and threads, in one form."""
 
     context_changed = Signal(int)
+    """The context or the K/V cache type changed: the memory estimate follows either."""
 
     def __init__(self, default_context: int = 4096, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -61,6 +63,8 @@ class LoadOptionsBox(QWidget):
         threads_note = QLabel(f"of {os.cpu_count() or 1} on this computer")
         threads_note.setEnabled(False)
         self.gpu_layers = GpuLayersRow(captioned=False)
+        self.kv_cache = KvCacheCombo()
+        self.kv_cache.currentIndexChanged.connect(lambda _i: self.context_changed.emit(self.context.value()))
         self.mmproj: Optional[str] = None
         """The vision projector chosen (None: Auto)."""
         self.mmproj_label = ElidedLabel(MMPROJ_AUTO)
@@ -79,6 +83,9 @@ class LoadOptionsBox(QWidget):
         caption = QLabel("&GPU layers:")
         caption.setBuddy(self.gpu_layers.spin)
         self.form.addRow(caption, self.gpu_layers)
+        caption = QLabel("&K/V cache:")
+        caption.setBuddy(self.kv_cache)
+        self.form.addRow(caption, self.kv_cache)
         vision = QHBoxLayout()
         vision.addWidget(self.mmproj_label, 1)
         vision.addWidget(self.mmproj_button)
@@ -125,6 +132,7 @@ class LoadOptionsBox(QWidget):
         self.threads.setValue(options.threads or AUTO)
         self.gpu_layers.set_value(options.gpu_layers)
         self.set_mmproj(options.mmproj)
+        self.kv_cache.set_types(options.cache_type_k, options.cache_type_v)
 
     def set_trained(self, trained: Optional[int]) -> None:
         """The model's trained context: the most the context may be (a longer value comes down)."""
@@ -134,5 +142,6 @@ class LoadOptionsBox(QWidget):
     def options(self) -> LoadOptions:
         """The choices shown (GPU layers only where the build has a GPU)."""
         layers = self.gpu_layers.value() if self.gpu_layers.isVisibleTo(self) else None
+        k, v = self.kv_cache.types() if self.kv_cache.types() != ("f16", "f16") else (None, None)  # the default
         return LoadOptions(max_context=self.context.value(), gpu_layers=layers,
-                           threads=self.threads.value() or None, mmproj=self.mmproj)
+                           threads=self.threads.value() or None, mmproj=self.mmproj, cache_type_k=k, cache_type_v=v)

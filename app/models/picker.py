@@ -14,6 +14,8 @@ the cache. Discovery also runs in the background, so the dialog opens at once.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -42,8 +44,8 @@ BUNDLED_NAME = display_name(DEFAULT_MODEL)
 CURRENT = "Current model"
 LOADED = "Loaded now"
 Outcome = Union[MemoryEstimate, Exception]
-Key = tuple[str, int]
-"""(source, context length): what one estimate is of."""
+Key = tuple[str, int, tuple[str, str]]
+"""(source, context length, (K, V) cache types): what one estimate is of."""
 
 
 def human_bytes(n: int) -> str:
@@ -274,7 +276,7 @@ class ModelPickerDialog(QDialog):
         self.options_box.blockSignals(True)  # one estimate for the options shown, not one per value
         remembered = self._options_for(source)
         if remembered.gpu_layers is None:
-            remembered = LoadOptions(remembered.max_context, self._gpu_layers, remembered.threads)
+            remembered = replace(remembered, gpu_layers=self._gpu_layers)  # the rest as remembered
         self.options_box.show_options(remembered)
         if source in self._trained:
             self.options_box.set_trained(self._trained[source])
@@ -286,7 +288,7 @@ class ModelPickerDialog(QDialog):
         source = self.chosen_source()
         if not source or parse_remote_source(source) is not None:
             return None
-        return source, self.options_box.context.value()
+        return source, self.options_box.context.value(), self.options_box.kv_cache.types()
 
     def _estimate_selected(self) -> None:
         key = self._wanted()
@@ -301,7 +303,7 @@ class ModelPickerDialog(QDialog):
 
     def _start_estimate(self, key: Key) -> None:
         self._estimating = key
-        source, context = key
+        source, context, (k, v) = key
 
         def work() -> tuple[Optional[int], Outcome]:
             try:
@@ -309,7 +311,7 @@ class ModelPickerDialog(QDialog):
             except Exception:  # the estimate says what is wrong with the model
                 trained = None
             try:
-                return trained, estimate_memory(source, max_context=context)
+                return trained, estimate_memory(source, max_context=context, cache_type_k=k, cache_type_v=v)
             except Exception as e:
                 return trained, e
 

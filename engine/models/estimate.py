@@ -22,6 +22,7 @@ from typing import Optional
 from .. import backends
 from ..capacity import DTYPE_BYTES, bytes_per_session, model_context_limit
 from ..errors import ModelLoadError
+from ..kv_cache_type import kv_element_bytes
 from .gguf_convert import SUPPORTED_ARCHITECTURES, gguf_source
 from .gguf_int4 import GROUP, INT4_TYPES
 from .sources import check_folder, locate
@@ -49,21 +50,30 @@ class MemoryEstimate:
     """The model's name as the engine would report it."""
 
 
-def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto") -> MemoryEstimate:
+def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto", cache_type_k: str = "f16",
+                    cache_type_v: str = "f16") -> MemoryEstimate:
     """Estimate weights and per-session bytes of `source` without loading its weights.
 
     source: "bundled:<name>", a Hugging Face or MLX folder, or a .gguf file (as `Engine.load`).
     dtype: "auto" means the dtype the platform's default backend loads in (on torch: bfloat16 where
     the hardware has it, else float16 on CUDA, float32 on CPU; float16 on MLX/Metal). Raises ModelLoadError saying what is wrong with the source, and
-    InvalidRequestError for a bad dtype or max_context.
+    InvalidRequestError for a bad dtype or max_context. cache_type_k/_v: a GGUF's K/V cache types on
+    llama.cpp (EngineConfig's); a quantized type takes its share of the float16 figure.
     """
-    EngineConfig(dtype=dtype, max_context=max_context)  # same checks, same messages as loading
+    EngineConfig(dtype=dtype, max_context=max_context, cache_type_k=cache_type_k, cache_type_v=cache_type_v)
     dtype = auto_dtype() if dtype == "auto" else dtype
     kind, path, name = locate(source)
     if kind == "folder" and backends.default_backend() == "torch" and (origin := gguf_source(path)):
         kind, path = "gguf", origin  # a converted folder: torch reads its weights from the .gguf
     if kind == "gguf":
-        return _from_gguf(path, name, max_context, dtype)
+        estimate = _from_gguf(path, name, max_context, dtype)
+        if backends.choose("auto", "gguf")[0] != "llamacpp":
+            return estimate
+        # llama.cpp caches float16 keys and values whatever the weights' dtype, or the types chosen
+        config = dict(_gguf_facts(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns)[0])
+        f16 = _per_session(config, "float16", max_context)
+        share = (kv_element_bytes(cache_type_k) + kv_element_bytes(cache_type_v)) / 4
+        return replace(estimate, bytes_per_session=math.ceil(f16 * share))
     return replace(_from_folder(path, max_context, dtype), name=name)
 
 

@@ -88,3 +88,19 @@ def test_the_choice_is_remembered_and_loads_after_a_restart(qtbot, qapp, tmp_pat
         assert (config.max_context, config.threads) == (2048, 1)
         assert confab._config_for(DEFAULT_MODEL).max_context == 4096, "another model keeps the default"
         confab.shutdown()
+
+
+def test_the_kv_cache_type_is_offered_with_its_memory_and_remembered(qtbot, picker, tmp_path):
+    dialog = picker(max_context=4096)
+    box = dialog.options_box
+    qtbot.waitUntil(lambda: "90 MiB at 4,096 tokens" in dialog.estimate.text(), timeout=10_000)
+    box.kv_cache.setCurrentIndex(box.kv_cache.index_of("q8_0", "q8_0"))  # keys and values 8-bit
+    qtbot.waitUntil(lambda: "48 MiB at 4,096 tokens" in dialog.estimate.text(), timeout=10_000)
+    chosen = dialog.chosen_options()
+    assert (chosen.cache_type_k, chosen.cache_type_v) == ("q8_0", "q8_0")
+    assert chosen.applied_to(EngineConfig()).cache_type_v == "q8_0"
+    save_load_options(tmp_path, DEFAULT_MODEL, chosen)
+    again = picker()
+    assert again.options_box.kv_cache.types() == ("q8_0", "q8_0")
+    box.kv_cache.setCurrentIndex(0)  # full: left to the command line, as Auto is
+    assert (dialog.chosen_options().cache_type_k, dialog.chosen_options().cache_type_v) == (None, None)

@@ -61,3 +61,11 @@ def test_values_out_of_range_are_left_to_the_engine(tmp_path):
     (tmp_path / "settings.ini").write_text(
         f'[models]\n{key}="{{\\"max_context\\": 3, \\"gpu_layers\\": -1, \\"threads\\": true}}"\n')
     assert load_options(tmp_path, "bundled:x") == LoadOptions()
+
+
+def test_a_kv_cache_type_this_version_does_not_know_is_left_to_the_engine(tmp_path):
+    save_load_options(tmp_path, "m.gguf", LoadOptions(cache_type_k="q8_0", cache_type_v="q8_0"))
+    assert load_options(tmp_path, "m.gguf").cache_type_k == "q8_0"
+    save_load_options(tmp_path, "m.gguf", LoadOptions(cache_type_k="iq4_nl", cache_type_v="q8_0"))  # a later version
+    assert load_options(tmp_path, "m.gguf").cache_type_k is None
+    assert load_options(tmp_path, "m.gguf").cache_type_v == "q8_0"
