@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Callable, Optional
 
 from .. import Engine, EngineConfig, backends
 from .bf16 import bf16_figures
@@ -21,9 +22,27 @@ from .measure import BUSY, _prompt, measure_concurrent, measure_decode, measure_
 from ..errors import EngineError
 
 
+def _report(figures: Callable[[], dict], as_json: bool, show: Optional[Callable[[dict], None]] = None,
+            errors: tuple[type[BaseException], ...] = (EngineError,)) -> int:
+    """Run one bench's `figures()` and print them: one JSON line with --json, else `show(figures)`
+    (indented JSON by default); an error is one line on stderr and exit status 1."""
+    try:
+        result = figures()
+    except errors as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(result))
+    else:
+        (show or (lambda f: print(json.dumps(f, indent=1))))(result)
+    return 0
+
+
 def run_bench(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.sessions.split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    # progress to stderr even with --json (stdout holds only the figures): these runs take minutes
+    progress = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
     if getattr(args, "retrieval", False):
         from ..embeddings import DEFAULT_EMBEDDING_MODEL
         from .retrieval import run_retrieval_bench
@@ -33,62 +52,32 @@ def run_bench(args: argparse.Namespace) -> int:
         from .speculative import EDIT_TOKENS, speculative_figures
 
         args.tokens = args.tokens or EDIT_TOKENS
-        try:
-            figures = speculative_figures(args.model, say, tokens=args.tokens, draft_model=args.draft_model)
-        except EngineError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(json.dumps(figures) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
-        return 0
+        return _report(lambda: speculative_figures(args.model, say, tokens=args.tokens, draft_model=args.draft_model),
+                       args.json, lambda f: print("\n".join(f"{k}: {v}" for k, v in f.items())))
     if getattr(args, "agents", False):
         from .agents import agents_figures
 
-        try:
-            figures = agents_figures(args.model, say, max(counts), args.agent_prefix_tokens, args.agent_task_tokens)
-        except EngineError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
-        return 0
+        return _report(lambda: agents_figures(args.model, say, max(counts), args.agent_prefix_tokens,
+                                              args.agent_task_tokens), args.json)
     if getattr(args, "repetition", False):
-        from .repetition import print_table, repetition_figures
+        from .repetition import print_table as print_repetition, repetition_figures
 
         backend = args.backend[0] if args.backend != ["all"] else "auto"
-        try:
-            # progress to stderr even with --json (stdout holds only the figures): the run takes minutes
-            progress = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
-            figures = repetition_figures(args.model, progress, backend=backend, prompts=args.prompts,
-                                         tokens=args.tokens or 256)
-        except EngineError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(json.dumps(figures)) if args.json else print_table(figures)
-        return 0
+        return _report(lambda: repetition_figures(args.model, progress, backend=backend, prompts=args.prompts,
+                                                  tokens=args.tokens or 256), args.json, print_repetition)
     args.tokens = args.tokens or 64
     if getattr(args, "vision", False):
         from ..models import DEFAULT_MODEL
         from .vision import vision_figures
 
-        try:
-            figures = vision_figures(None if args.model == DEFAULT_MODEL else args.model, say, args.tokens)
-        except EngineError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
-        return 0
+        return _report(lambda: vision_figures(None if args.model == DEFAULT_MODEL else args.model, say, args.tokens),
+                       args.json)
     if getattr(args, "vs_server", None):
         from .vs_server import vs_server
 
-        try:
-            # progress to stderr even with --json (stdout holds only the figures): the run takes minutes
-            figures = vs_server(args.vs_server, args.model, args.vs_model, counts, args.tokens,
-                                [int(n) for n in args.prompt_tokens.split(",") if n.strip()],
-                                lambda *a: print(*a, file=sys.stderr, flush=True))
-        except (EngineError, RuntimeError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(json.dumps(figures) if args.json else json.dumps(figures, indent=1))
-        return 0
+        prompts = [int(n) for n in args.prompt_tokens.split(",") if n.strip()]
+        return _report(lambda: vs_server(args.vs_server, args.model, args.vs_model, counts, args.tokens, prompts,
+                                         progress), args.json, errors=(EngineError, RuntimeError, OSError))
     names = _backend_names(args.backend, args.model)
     if not names:
         print("error: no backend is installed that can load this model", file=sys.stderr)
