@@ -194,8 +194,11 @@ class GetModelsDialog(QDialog):
             memory = human_bytes(o.weights_bytes + (o.bytes_per_session or 0))
             if o.bytes_per_session is None:  # no config.json: the conversation state is not known yet
                 memory = f"≥ {memory}"
-            item = QTreeWidgetItem([o.label, human_bytes(o.size_bytes), memory, FIT_MARKS[o.fit]])
+            label = f"{o.label} + images" if o.mmproj else o.label
+            item = QTreeWidgetItem([label, human_bytes(o.size_bytes), memory, FIT_MARKS[o.fit]])
             item.setToolTip(3, o.reason)
+            if o.mmproj:
+                item.setToolTip(0, f"{o.label}, with its vision projector {o.mmproj}: the model reads images")
             item.setData(0, DATA, o)
             self.files.addTopLevelItem(item)
         self.status.setText(f"{repo}: pick a file (memory = weights + one conversation at "

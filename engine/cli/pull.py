@@ -1,6 +1,7 @@
 """`python -m engine pull REPO[:FILE]`: download a model from Hugging Face with a progress bar.
 
-Without FILE: the safetensors folder if the repo has one, else a Q4_K_M-like GGUF. Ctrl-C pauses;
+Without FILE: the safetensors folder if the repo has one, else a Q4_K_M-like GGUF; a GGUF comes with the
+vision projector (mmproj) beside it in the repo, so the model reads images. Ctrl-C pauses;
 running the same command again resumes where it stopped.
 """
 
@@ -18,8 +19,8 @@ def run_pull(args) -> int:
     repo = parse_repo(spec)
     file = spec.split(":", 1)[1] if ":" in spec and "://" not in spec else None
     try:
-        if file:
-            files = [file]
+        if file:  # with its vision projector where the repo has one beside it
+            files = [file] + ([mm] if (mm := _projector_of(repo, file)) else [])
         else:
             option = default_option(repo_options(repo, max_context=args.max_context))
             print(f"{repo}: {option.label}, {option.size_bytes / 1e6:.0f} MB on disk, {option.fit} ({option.reason})",
@@ -34,6 +35,14 @@ def run_pull(args) -> int:
         return 1
     print(path)
     return 0
+
+
+def _projector_of(repo: str, file: str):
+    """The mmproj file `repo_options` pairs with `file`; None where it lists none (or cannot list)."""
+    try:
+        return next((o.mmproj for o in repo_options(repo) if o.files[0] == file), None)
+    except DownloadError:
+        return None
 
 
 def _download(repo: str, files: list[str]):

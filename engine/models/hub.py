@@ -18,7 +18,7 @@ import os
 import re
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Optional
 from urllib.parse import urlsplit
@@ -65,6 +65,9 @@ class Option:
     fit: Fit
     reason: str
     """Why the mark, e.g. "needs 1.2 GB of 6.0 GB free memory"."""
+    mmproj: Optional[str] = None
+    """A GGUF's vision projector in the same repo folder, downloaded with it (then in `files`), so the
+    engine finds it beside the model and the model reads images."""
 
     @property
     def spec(self) -> str:
@@ -186,12 +189,24 @@ def repo_options(repo_id: str, max_context: int = 4096, dtype: str = "auto") -> 
     for f in sorted(files):
         if f.lower().endswith(".gguf") and not _SKIP_GGUF.search(f):
             elements = files[f] * 8 / _bpw(f)
-            options.append(_option(repo_id, f, "gguf", (f,), files[f], int(elements * DTYPE_BYTES[dtype]),
-                                   per_session, max_context))
+            mmproj = vision_projector(files, f)
+            option = _option(repo_id, f, "gguf", (f, mmproj) if mmproj else (f,), files[f] + files.get(mmproj, 0),
+                             int(elements * DTYPE_BYTES[dtype]), per_session, max_context)
+            options.append(replace(option, mmproj=mmproj))
     if not options:
         raise NoWeightsError(f"{repo_id} has no weights this machine can load (no GGUF file and no "
                              "safetensors folder with a config.json)")
     return options
+
+
+def vision_projector(files: dict[str, int], gguf: str) -> Optional[str]:
+    """The `mmproj*.gguf` in `gguf`'s folder of the repo to download with it: a float16 one where the
+    repo has several (the projector's own precision, as llama.cpp's converter writes it), else the
+    smallest; None for a text-only repo."""
+    folder = gguf.rpartition("/")[0]
+    found = [f for f in files if f.rpartition("/")[0] == folder and f.rpartition("/")[2].lower().startswith("mmproj")
+             and f.lower().endswith(".gguf")]
+    return min(found, key=lambda f: ("f16" not in f.lower(), files[f], f)) if found else None
 
 
 def _bpw(filename: str) -> float:

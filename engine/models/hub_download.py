@@ -181,7 +181,8 @@ class Download:
         if not self.revision or len(self.revision) != 40:
             (repo / "refs" / (self.revision or "main")).write_text(commit)
         meter.finish()
-        return snapshot / remote[0].name if len(remote) == 1 and remote[0].name.endswith(".gguf") else snapshot
+        # a GGUF (with its vision projector after it, or not): the model file; else the folder
+        return snapshot / remote[0].name if remote[0].name.endswith(".gguf") else snapshot
 
     def _have(self, blobs: Path, r: RemoteFile) -> int:
         if (blobs / r.etag).exists():
