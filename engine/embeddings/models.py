@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ModelLoadError
 from ..models.gguf_header import read_header
-from ..models.sources import check_safetensors, fingerprint
+from ..models.sources import FROZEN_MODELS_DIR, check_safetensors, fingerprint, frozen_bundle
 
 # name -> (package that ships the folder, the folder inside it). Located with find_spec, never imported.
 BUNDLED_EMBEDDERS = {
@@ -83,10 +83,19 @@ def locate(source: str) -> EmbeddingFolder:
     return read_folder(path, source)
 
 
+def frozen_embedder_dir(name: str) -> str:
+    """Where a frozen build ships bundled embedding model `name`, inside its data folder (the
+    PyInstaller spec puts the folder's files there; packaging/build_info.py)."""
+    return f"{FROZEN_MODELS_DIR}/embeddings/{name}"
+
+
 def bundled_folder(name: str) -> Path:
-    """The folder of a bundled embedding model inside its (never imported) package."""
+    """The folder of a bundled embedding model: shipped inside a frozen build, else inside its (never
+    imported) package."""
     if name not in BUNDLED_EMBEDDERS:
         raise ModelLoadError(f"unknown bundled embedding model {name!r} (known: {', '.join(BUNDLED_EMBEDDERS)})")
+    if (bundle := frozen_bundle()) is not None and (bundle / frozen_embedder_dir(name) / "config.json").is_file():
+        return bundle / frozen_embedder_dir(name)
     package, inside = BUNDLED_EMBEDDERS[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:

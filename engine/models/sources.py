@@ -98,7 +98,7 @@ def frozen_model(name: str) -> Optional[Path]:
     Installers ship the GGUF itself, so the bundled model runs as stored on llama.cpp, as it does from
     a source install (torch, where llama.cpp does not load, converts it into the user cache once).
     """
-    bundle = _frozen_bundle()
+    bundle = frozen_bundle()
     if name not in BUNDLED or bundle is None:
         return None
     path = bundle / FROZEN_MODELS_DIR / name / BUNDLED[name][1]
@@ -110,14 +110,15 @@ def frozen_metadata(gguf_path: Path) -> Optional[Path]:
 
     Read at build time: the frozen app then reads no GGUF tokenizer (seconds) and writes nothing into
     the user cache to start the bundled model."""
-    bundle = _frozen_bundle()
+    bundle = frozen_bundle()
     if bundle is None or not gguf_path.is_relative_to(bundle):
         return None
     meta = gguf_path.parent / FROZEN_META_DIR
     return meta if (meta / "config.json").is_file() and (meta / "tokenizer_config.json").is_file() else None
 
 
-def _frozen_bundle() -> Optional[Path]:
+def frozen_bundle() -> Optional[Path]:
+    """A frozen (PyInstaller) build's data folder (sys._MEIPASS); None from a source install."""
     bundle = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
     return Path(bundle) if bundle else None
 

