@@ -24,6 +24,7 @@ import openai
 
 from ..errors import CapacityError, StateFileError
 from ..types import Capacity
+from .images import reads_images
 from .errors import NO_KEY, NotOpenAIServerError, RemoteError, explain, host_of
 from .session import RemoteSession
 
@@ -59,6 +60,12 @@ def list_models(base_url: str, api_key: Optional[str] = None, *, timeout_s: floa
     """The chat model ids the server lists at /models (an entry marked `"type": "embedding"`, as
     Confab's own server lists its embedding model, cannot chat and is left out). Raises a RemoteError
     saying why not: connection refused, DNS, timeout, 401, or an answer that is not an OpenAI API's."""
+    return [str(m["id"]) for m in model_entries(base_url, api_key, timeout_s=timeout_s)
+            if m.get("type") != "embedding"]
+
+
+def model_entries(base_url: str, api_key: Optional[str] = None, *, timeout_s: float = 10.0) -> list[dict]:
+    """The server's /models entries as it sent them (each with an "id"); errors as `list_models`."""
     if not base_url.startswith(("http://", "https://")):
         raise NotOpenAIServerError(f"not an OpenAI API: {base_url!r} is not an http:// or https:// URL")
     client = make_client(base_url, api_key, timeout_s, max_retries=0)
@@ -74,7 +81,7 @@ def list_models(base_url: str, api_key: Optional[str] = None, *, timeout_s: floa
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list) or not all(isinstance(m, dict) and "id" in m for m in data):
         raise NotOpenAIServerError(f"not an OpenAI API: {base_url}/models did not list models")
-    return [str(m["id"]) for m in data if m.get("type") != "embedding"]
+    return data
 
 
 class RemoteEngine:
@@ -99,6 +106,10 @@ class RemoteEngine:
     """The OpenAI API has no common Think switch; `chat(thinking=...)` is not sent."""
     max_context = 0
     """Tokens one conversation may hold: not told by the OpenAI API (0: unknown)."""
+    takes_images = False
+    """Whether messages may hold images (sent as data URLs): what the server's /models entry says, or
+    True where it says nothing (the server then decides). Set by `connect`."""
+    images_reason = "not connected yet"
 
     def __init__(self, base_url: str, api_key: Optional[str], model: str, max_sessions: int) -> None:
         self.base_url = base_url.rstrip("/")
@@ -116,14 +127,17 @@ class RemoteEngine:
                 *, max_sessions: int = DEFAULT_MAX_SESSIONS) -> "RemoteEngine":
         """Check the server answers as an OpenAI API and has `model` (None: the first it lists).
         Raises a RemoteError with the reason when it does not."""
-        models = list_models(base_url, api_key)
+        entries = {str(m["id"]): m for m in model_entries(base_url, api_key)}
+        models = [name for name, m in entries.items() if m.get("type") != "embedding"]
         if model is None:
             if not models:
                 raise RemoteError(f"{host_of(base_url)} lists no models")
             model = models[0]
         elif models and model not in models:
             raise RemoteError(f"{host_of(base_url)} has no model {model!r}; it has: {', '.join(models)}")
-        return cls(base_url, api_key, model, max_sessions)
+        engine = cls(base_url, api_key, model, max_sessions)
+        engine.takes_images, engine.images_reason = reads_images(entries.get(model), host_of(base_url))
+        return engine
 
     # -- facts -------------------------------------------------------------------------------------
     @property

@@ -23,6 +23,7 @@ from ..errors import InvalidRequestError, SessionClosedError, StateFileError
 from ..handle import Failed, SessionHandle
 from ..session import Stream
 from ..types import Chunk, GenerationStats, SamplingParams
+from .images import openai_content
 from .errors import ConnectionLostError, ReplyCutError, explain, host_of
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,8 @@ class RemoteSession(SessionHandle):
             raise InvalidRequestError("the conversation is empty")
         cancel = self._begin()
         out: "queue.Queue[Chunk | Failed]" = queue.Queue()
-        sent = [{k: v for k, v in m.items() if k != "reasoning"} for m in messages]
+        sent = [{k: openai_content(v) if k == "content" else v for k, v in m.items() if k != "reasoning"}
+                for m in messages]  # images as data URLs, checked here as a local engine checks them
         threading.Thread(target=self._read, args=(sent, params, out, cancel),
                          name=f"confab-remote-{self.id}", daemon=True).start()
         return Stream(out, cancel)

@@ -123,3 +123,28 @@ def test_an_image_for_a_text_only_model_is_a_400_in_each_apis_shape(serve, tiny_
             {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]})
     assert messages.status_code == 400 and messages.json()["type"] == "error"
     assert "does not fetch images from the web" in messages.json()["error"]["message"]
+
+
+def test_a_conversation_on_a_remote_confab_sends_its_images(server, vision, serve, tiny_engine):
+    """Connect to server…: images go to the server as data URLs and come back answered as the
+    server's own engine answers them; a text-only server's model is not offered images, in words."""
+    from engine import ImageFormatError, RemoteEngine
+
+    remote = RemoteEngine.connect(server.url, "none", vision.source)
+    try:
+        assert remote.takes_images and "says its model reads them" in remote.images_reason
+        messages = [{"role": "user", "content": [image_part(IMAGE), {"type": "text", "text": ASK}]}]
+        params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_stop=True)
+        with remote.open_session() as session:
+            assert session.chat(messages, params).text() == _engine_reply(vision, IMAGE)
+            with pytest.raises(ImageFormatError, match="WebP"):
+                session.chat([{"role": "user", "content": [image_part(b"RIFF\x00\x00\x00\x00WEBPVP8 "),
+                                                           {"type": "text", "text": ASK}]}], params)
+    finally:
+        remote.close()
+    text_server = serve(tiny_engine)
+    text_only = RemoteEngine.connect(text_server.url, "none")
+    try:
+        assert not text_only.takes_images and "reads text only" in text_only.images_reason
+    finally:
+        text_only.close()
