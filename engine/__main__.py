@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --vs-server: the model name to ask it for (default: the first it lists)")
     bench.add_argument("--prompt-tokens", default="1500,4000",
                        help="with --vs-server: comma-separated agent prompt lengths (tokens; default 1500,4000)")
+    bench.add_argument("--agent-loop", action="store_true",
+                       help="llama.cpp: a scripted 20-request agent loop (a sub-agent after 7) through serve's chat "
+                            "API, prefix sharing on and off (wall_s, wall_ratio, identical)")
     bench.add_argument("--agents", action="store_true",
                        help="llama.cpp: 8 agent sessions with one long system prompt, prefix sharing on and off "
                             "(pool_ratio, warm_ttft_ratio, identical)")

@@ -59,6 +59,10 @@ def run_bench(args: argparse.Namespace) -> int:
 
         return _report(lambda: agents_figures(args.model, say, max(counts), args.agent_prefix_tokens,
                                               args.agent_task_tokens), args.json)
+    if getattr(args, "agent_loop", False):
+        from .agent_loop import agent_loop_figures
+
+        return _report(lambda: agent_loop_figures(args.model, progress), args.json)
     if getattr(args, "repetition", False):
         from .repetition import print_table as print_repetition, repetition_figures
 
