@@ -45,18 +45,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def valid_host(text: str) -> Optional[str]:
-    """`text` as an address to listen on (an IPv4 or IPv6 address), or None when it is not one."""
-    try:
-        return str(ipaddress.ip_address(str(text).strip()))
-    except ValueError:
-        return None
-
-
 def lan_addresses() -> list[LanAddress]:
     """This computer's IPv4 addresses on networks that are up, loopback and link-local (169.254.x,
-    a network with no router) left out; the one its default route uses first, then private ones,
-    then those of virtual machines and containers."""
+    a network with no router) left out: the one its default route uses first, then real network
+    cards' before those of containers and virtual machines, private addresses before public ones."""
     try:
         interfaces, stats = psutil.net_if_addrs(), psutil.net_if_stats()
     except OSError:
@@ -99,15 +91,6 @@ def serve_urls(host: str, port: int, lan: Optional[list[LanAddress]] = None) -> 
         addresses = lan_addresses() if lan is None else lan
         return url(LOOPBACK, port), url(addresses[0].ip, port) if addresses else ""
     return url(host, port), url(host, port)
-
-
-def other_urls(host: str, port: int, lan: Optional[list[LanAddress]] = None) -> list[str]:
-    """Every URL other computers may use (one per LAN address when listening on every network)."""
-    if is_loopback(host):
-        return []
-    if host in (EVERY_NETWORK, "::"):
-        return [url(a.ip, port) for a in (lan_addresses() if lan is None else lan)]
-    return [url(host, port)]
 
 
 def url(host: str, port: int) -> str:

@@ -18,7 +18,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QLineEdit, QPushButton, QWidget
 
 from app.fitting import WrapLabel
-from app.models.lan import EVERY_NETWORK, LOOPBACK, LanAddress, is_loopback, lan_addresses
+from app.models.lan import EVERY_NETWORK, LOOPBACK, is_loopback, lan_addresses
 
 THIS_COMPUTER = "This computer only"
 NETWORK = "The local network"
@@ -49,8 +49,7 @@ class ScopeBox(QComboBox):
     """Who may connect: this computer only (127.0.0.1), the local network (every address this
     computer has, 0.0.0.0), or one network only (one of its addresses). `host()` is the choice."""
 
-    def __init__(self, host: str = LOOPBACK, parent: Optional[QWidget] = None,
-                 addresses: Optional[list[LanAddress]] = None) -> None:
+    def __init__(self, host: str = LOOPBACK, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Who can use the local API")
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
@@ -60,7 +59,7 @@ class ScopeBox(QComboBox):
                         "(through one address only: other computers on that network alone).")
         self.addItem(THIS_COMPUTER, LOOPBACK)
         self.addItem(NETWORK, EVERY_NETWORK)
-        for a in lan_addresses() if addresses is None else addresses:
+        for a in lan_addresses():
             self.addItem(f"{NETWORK}, through {a.ip} only ({a.interface})", a.ip)
         self.set_host(host)
 

@@ -14,7 +14,7 @@ from app.settings.app_settings import API_PORT_RANGE, AppSettings
 
 
 class LocalServerGroup(QGroupBox):
-    """Edits api_server, api_port and api_key; `values()` gives them for `dataclasses.replace`."""
+    """Edits api_server, api_host, api_port and api_key; `values()` gives them for `dataclasses.replace`."""
 
     def __init__(self, settings: AppSettings, parent: Optional[QWidget] = None) -> None:
         super().__init__("Local API server", parent)

@@ -169,6 +169,21 @@ def test_the_addresses_people_type(host, expected):
     assert serve_urls(host, 8317, LAN) == expected
 
 
+def test_the_likeliest_lan_address_comes_first(monkeypatch):
+    from types import SimpleNamespace
+
+    def nic(*ips):
+        return [SimpleNamespace(family=socket.AF_INET, address=ip) for ip in ips]
+
+    monkeypatch.setattr(lan.psutil, "net_if_addrs", lambda: {
+        "lo": nic("127.0.0.1"), "docker0": nic("172.17.0.1"), "eth1": nic("169.254.3.4", "10.0.0.7"),
+        "wlan0": nic("192.168.1.5"), "down0": nic("192.168.9.9")})
+    monkeypatch.setattr(lan.psutil, "net_if_stats", lambda: {
+        name: SimpleNamespace(isup=name != "down0") for name in ("lo", "docker0", "eth1", "wlan0", "down0")})
+    monkeypatch.setattr(lan, "_routed_address", lambda: "192.168.1.5")
+    assert [a.ip for a in lan.lan_addresses()] == ["192.168.1.5", "10.0.0.7", "172.17.0.1"]
+
+
 @pytest.mark.parametrize("raw, expected", [("0.0.0.0", "0.0.0.0"), (" 192.168.1.5 ", "192.168.1.5"),
                                            ("my-laptop.local", "127.0.0.1"), ("", "127.0.0.1")])
 def test_the_choice_is_read_back_and_a_bad_one_is_this_computer(tmp_path, raw, expected):
