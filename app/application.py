@@ -25,8 +25,7 @@ from app.settings.conversation_settings import ConversationSettingsDialog
 from app.quick.macos import set_menubar_only
 from app.file_dialogs import use_home
 from app.quick.global_shortcut import GlobalShortcut
-from app.models.local_server import LocalServer
-from app.models.server_view import ServerView
+from app.models.serving import Serving
 from app.window.main_window import MainWindow
 from app.models.load_options import load_options, save_load_options
 from app.models.loader import ModelLoader, close_in_background
@@ -74,10 +73,9 @@ class ConfabApp(QObject):
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
         self.shortcut = GlobalShortcut(self)
-        self.local_server = LocalServer(self.bridge.route, self)
-        self.window.add_status_part(self.local_server.label)
-        self.server_view: Optional[ServerView] = None
-        """Model ▸ Local API server…: made when first opened."""
+        self.serving = Serving(self.bridge.route, self.window, lambda: self.settings, self.save_changed_settings)
+        """The local API: its server, status bar part, menu items and Server view."""
+        self.local_server = self.serving.server
         self._closed = False
         self._quit_confirmed = False
         self._fall_back = False
@@ -106,8 +104,6 @@ class ConfabApp(QObject):
         self.shortcut.activated.connect(self.show_quick_chat)
         self.quick_chat.reply_finished.connect(lambda _cid: w.refresh_conversations(passive=True))
         self.quick_chat.conversation_started.connect(lambda _cid: w.refresh_conversations(passive=True))
-        self.local_server.failed.connect(w.show_error)
-        w.model_menu.addAction("Local API &server…", self.show_server_view)
         if self.tray is not None:
             self.tray.quick_chat_requested.connect(self.show_quick_chat)
             self.tray.open_requested.connect(self.show_window)
@@ -238,7 +234,7 @@ class ConfabApp(QObject):
     def settings_dialog(self) -> SettingsDialog:
         """Settings…, showing the settings and, beside them, what the local API really does."""
         dialog = SettingsDialog(self.settings, self.home, Tray.available(), self.window, self.shortcut.status)
-        dialog.local_server.show_state(*self.local_server.state())
+        dialog.local_server.show_state(*self.local_server.state(), network_address=self.local_server.network_address)
         return dialog
 
     def _draft_refused(self, why: str, file_failed: bool) -> None:
@@ -273,19 +269,11 @@ class ConfabApp(QObject):
             set_menubar_only(settings.menubar_only)
         if settings.quick_chat_shortcut != self.shortcut.shortcut or not self.shortcut.active:
             self.shortcut.set_shortcut(settings.quick_chat_shortcut)
-        self.local_server.apply(settings.api_server, settings.api_port, settings.api_key)
+        self.serving.apply(settings)
 
-    def show_server_view(self) -> None:
-        """The local API's state, its switch and its live request log, in a window of its own."""
-        if self.server_view is None:
-            self.server_view = ServerView(self.local_server, self.set_serving, self.window)
-        self.server_view.show()
-        self.server_view.raise_()
-        self.server_view.activateWindow()
-
-    def set_serving(self, on: bool) -> None:
-        """Turn the local API on or off as Settings ▸ Local API server does (saved with the settings)."""
-        self.apply_settings(replace(self.settings, api_server=on))
+    def save_changed_settings(self, settings: AppSettings) -> None:
+        """Settings changed outside the Settings dialog (the Server view): applied, then saved."""
+        self.apply_settings(settings)
         save_settings(self.home, self.settings)
 
     def edit_conversation_settings(self, conversation_id: int) -> None:

@@ -57,7 +57,9 @@ def main(argv: list[str]) -> int:
     settle(qapp, 0.5)
     window.chat_view.message_views()[1].thinking.toggle.click()  # the first reply's reasoning, opened
     settle(qapp, 0.8)
-    window.chat_view.verticalScrollBar().setValue(0)
+    view = window.chat_view  # from the first reply down: both replies, the second one collapsed
+    first_reply = view.message_views()[1]
+    view.verticalScrollBar().setValue(max(0, first_reply.mapTo(view.widget(), first_reply.rect().topLeft()).y() - 8))
     settle(qapp, 0.3)
     path = out / "reasoning.png"
     save_picture(window, path)

@@ -10,6 +10,7 @@ never stops the app from starting.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import sys
 from dataclasses import dataclass, fields, replace
@@ -84,13 +85,17 @@ class AppSettings:
     quick_chat_shortcut: str = "Alt+Space" if sys.platform == "darwin" else "Ctrl+Alt+Space"
     """Global shortcut that opens the quick chat from any program, in Qt's portable text ("" for none)."""
     api_server: bool = False
-    """Serve the loaded model on an OpenAI-compatible local API (127.0.0.1 only)."""
+    """Serve the loaded model on an OpenAI-compatible local API."""
     api_port: int = 8317
     """Port of the local API server (1024..65535)."""
+    api_host: str = "127.0.0.1"
+    """Where the local API listens: "127.0.0.1" (this computer only), "0.0.0.0" (every network this
+    computer is on) or one of its addresses (that network only). Anything but loopback needs `api_key`."""
     api_key: str = ""
-    """Bearer token the local API server requires ("" requires none)."""
+    """Bearer token the local API server requires ("" requires none; the network needs one)."""
     server_api_key: str = ""
-    """API key of the remote server connected to last (Model ▸ Connect to server…; "" for none)."""
+    """API key of the remote server connected to last (Model ▸ Connect to server…; "" for none). Not the
+    local API's key (`api_key`): this one is sent to another server, that one is asked of clients."""
     keep_attachment_files: bool = False
     """Store a copy of each attached file's bytes with its message, besides its text (off: the
     text sent to the model is kept, the file itself is not copied into the database)."""
@@ -159,6 +164,8 @@ def _parse(name: str, raw: Any) -> Optional[Any]:
         return _parse_bool(raw)
     if name == "theme":
         return raw if raw in THEMES else None
+    if name == "api_host":
+        return _address(raw)
     if isinstance(default, str):
         return raw if isinstance(raw, str) else None
     number = _number(raw, int if isinstance(default, int) else float)
@@ -171,6 +178,14 @@ def _parse_bool(raw: Any) -> Optional[bool]:
         return raw
     text = str(raw).strip().lower()
     return {"true": True, "1": True, "false": False, "0": False}.get(text)
+
+
+def _address(raw: Any) -> Optional[str]:
+    """An IP address to listen on, as written (a name or a typo falls back to this computer only)."""
+    try:
+        return str(ipaddress.ip_address(str(raw).strip()))
+    except ValueError:
+        return None
 
 
 def _number(raw: Any, kind: type) -> Optional[float]:

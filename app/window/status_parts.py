@@ -2,6 +2,7 @@
 model runs on ("PyTorch on CPU · float32", "llama.cpp on CPU", "MLX on Apple GPU").
 
     bar.addPermanentWidget(StatusPart(label))       # a line, then the label; hidden while it is empty
+    api = LinkPartLabel(); api.clicked.connect(show_server_view)   # a part that opens a window
     backend_text("torch", "cpu", "float32")         # "PyTorch on CPU · float32"
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QWidget
 
 from app.fitting import ElidedLabel
@@ -96,6 +98,21 @@ class PartLabel(ElidedLabel):
         super().setText(text, compact)
         if self.part is not None:
             self.part.setVisible(bool(text))
+
+
+class LinkPartLabel(PartLabel):
+    """A part that opens something when clicked (the local API's part opens the Server view)."""
+
+    clicked = Signal()
+
+    def __init__(self, text: str = "", parent: Optional[QWidget] = None) -> None:
+        super().__init__(text, parent)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt name)
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
+            self.clicked.emit()
+        super().mouseReleaseEvent(event)
 
 
 class StatusParts(QObject):

@@ -57,7 +57,7 @@ def accepting_settings_dialog(settings):
         def __init__(self, *args):
             from types import SimpleNamespace
 
-            self.local_server = SimpleNamespace(show_state=lambda *state: None)  # the API box's live state
+            self.local_server = SimpleNamespace(show_state=lambda *state, **more: None)  # the API box's live state
 
         def exec(self):
             from PySide6.QtWidgets import QDialog

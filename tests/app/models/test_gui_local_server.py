@@ -56,7 +56,7 @@ def test_the_switch_starts_and_stops_the_server_on_the_apps_engine(qtbot, confab
     confab.apply_settings(replace(confab.settings, api_server=True, api_port=port, api_key="k"))
     qtbot.waitUntil(lambda: confab.local_server.address != "", timeout=TIMEOUT)
     url = f"http://127.0.0.1:{port}/v1"
-    assert confab.local_server.address == url and url in confab.local_server.label.text()
+    assert confab.local_server.address == url and confab.local_server.label.text() == f"API on :{port}"
     headers = {"Authorization": "Bearer k"}
     assert confab.local_server.host.engine is confab.engine  # one copy of the weights: the app's engine
     models = httpx.get(f"{url}/models", headers=headers, timeout=60).json()
@@ -126,7 +126,7 @@ def test_a_busy_port_is_said_in_words_shown_off_and_another_offered(qtbot, confa
         assert group.enabled.isChecked() and group.port.value() == offered
         confab.apply_settings(dialog.result_settings())
     qtbot.waitUntil(lambda: confab.local_server.address == f"http://127.0.0.1:{offered}/v1", timeout=TIMEOUT)
-    assert label.text() == f"API: http://127.0.0.1:{offered}/v1"
+    assert label.text() == f"API on :{offered}" and f"http://127.0.0.1:{offered}/v1" in label.toolTip()
     again = confab.settings_dialog()
     qtbot.addWidget(again)
     assert again.local_server.enabled.isChecked() and not again.local_server.use_free.isVisibleTo(again)

@@ -22,13 +22,14 @@ def _menu_action(window, text: str):
 def test_the_server_view_switches_the_api_and_lists_requests(qtbot, confab, tmp_path):
     confab.settings = replace(confab.settings, api_port=free_port())
     _menu_action(confab.window, "Local API server…").trigger()
-    view = confab.server_view
+    view = confab.serving.view
     assert view.isVisible() and not view.serving.isChecked() and view.state.text().startswith("Off.")
     view.serving.setChecked(True)
     qtbot.waitUntil(lambda: confab.local_server.address != "", timeout=TIMEOUT)
     url = confab.local_server.address
     assert load_settings(tmp_path / "home").api_server, "the switch is saved with the settings"
-    assert view.state.text().startswith(f"Serving at {url}")
+    assert view.state.text() == "Serving this computer only." and view.here.field.text() == url
+    assert not view.there.isVisibleTo(view)
 
     reply = httpx.post(f"{url}/chat/completions", timeout=60, json={
         "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "temperature": 0})
