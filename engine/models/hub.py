@@ -186,12 +186,16 @@ def repo_options(repo_id: str, max_context: int = 4096, dtype: str = "auto") -> 
         weights_bytes = (int(params) * DTYPE_BYTES[dtype] if params and "quantization" not in config else wsize)
         options.append(_option(repo_id, "safetensors (whole folder)", "folder", chosen, size, weights_bytes,
                                per_session, max_context))
+    # llama.cpp runs a GGUF as stored (its file's bytes, K/V in float16); torch, where llama.cpp does
+    # not load, unpacks the weights into `dtype`
+    as_stored = backends.choose("auto", "gguf")[0] == "llamacpp"
+    gguf_session = _per_session(config, "float16", max_context) if as_stored else per_session
     for f in sorted(files):
         if f.lower().endswith(".gguf") and not _SKIP_GGUF.search(f):
-            elements = files[f] * 8 / _bpw(f)
             mmproj = vision_projector(files, f)
+            weights = files[f] + files.get(mmproj, 0) if as_stored else int(files[f] * 8 / _bpw(f) * DTYPE_BYTES[dtype])
             option = _option(repo_id, f, "gguf", (f, mmproj) if mmproj else (f,), files[f] + files.get(mmproj, 0),
-                             int(elements * DTYPE_BYTES[dtype]), per_session, max_context)
+                             weights, gguf_session, max_context)
             options.append(replace(option, mmproj=mmproj))
     if not options:
         raise NoWeightsError(f"{repo_id} has no weights this machine can load (no GGUF file and no "

@@ -169,3 +169,13 @@ def test_disk_filling_up_while_writing_is_named(hub, monkeypatch):
     monkeypatch.setattr("builtins.open", fake_open)
     with pytest.raises(DiskFullError, match="disk is full"):
         Download("test-org/tiny-GGUF", ["tiny-Q8_0.gguf"]).run()
+
+
+def test_a_gguf_on_llama_cpp_needs_its_file_not_unpacked_weights(hub, monkeypatch):
+    """llama.cpp runs a GGUF as stored: its weights take the file's bytes (Get models showed a 48 MiB
+    Q4_K_M needing more than the 80 MiB Q8_0, as if unpacked to full precision)."""
+    from engine import backends
+
+    monkeypatch.setattr(backends, "choose", lambda name, kind: ("llamacpp", "llama.cpp: a GGUF file runs as stored"))
+    q4, q8 = repo_options("test-org/tiny-GGUF")
+    assert (q4.weights_bytes, q8.weights_bytes) == (len(GGUF_BYTES), 600000)
