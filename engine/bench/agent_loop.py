@@ -28,7 +28,7 @@ TOOL_NAMES = ("read_file", "write_file", "edit_file", "list_dir", "search", "run
 
 
 def system_prompt() -> str:
-    """About 3,000 tokens of rules and tool schemas, the shape agent clients send on every call."""
+    """About 3,400 tokens (SmolLM2's tokenizer) of rules and tool schemas, as agent clients send on every call."""
     rules = ("You are a careful coding agent working in a Python repository. Explain your plan in one line, "
              "then call one tool at a time, read what it returns, and report what changed. Never invent a "
              "file's content; read it first. Keep edits small and run the tests after each. ") * 6
@@ -39,9 +39,9 @@ def system_prompt() -> str:
                   for j in range(4)}
         tools.append({"type": "function", "function": {"name": name, "description": (
             f"{name.replace('_', ' ')}: use it when the task needs it; it returns text, or an error that says "
-            "why, which you read before the next step. ") * 2, "parameters": {"type": "object",
+            "why, which you read before the next step. "), "parameters": {"type": "object",
                                                                            "properties": params}}})
-    return rules + "\nTools:\n" + json.dumps(tools, indent=1)
+    return rules + "\nTools:\n" + json.dumps(tools)
 
 
 def _code(rng: random.Random, lines: int) -> str:
@@ -71,7 +71,7 @@ def script() -> list[list[dict]]:
         tool = TOOL_NAMES[rng.randrange(len(TOOL_NAMES) - 2)]
         history.append({"role": "assistant", "content": f"Step {turn}: I will call {tool} next.\n"
                                                          f"{{\"tool\": \"{tool}\", \"path\": \"pkg/mod_{turn}.py\"}}"})
-        history.append({"role": "user", "content": f"[{tool} returned]\n{_code(rng, 24 + rng.randrange(24))}"})
+        history.append({"role": "user", "content": f"[{tool} returned]\n{_code(rng, 12 + rng.randrange(12))}"})
     return requests
 
 
@@ -83,7 +83,7 @@ def agent_loop_figures(model: str, say: Callable[..., None]) -> dict:
     runs = {}
     for share in (True, False):
         say(f"{REQUESTS}-request agent loop, prefix sharing {'on' if share else 'off'}…")
-        engine = Engine.load(model, EngineConfig(backend="llamacpp", max_context=8192, share_prefixes=share,
+        engine = Engine.load(model, EngineConfig(backend="llamacpp", max_context=16384, share_prefixes=share,
                                                  speculative=False))
         try:
             runs[share] = _replay(engine, requests)
