@@ -200,6 +200,12 @@ class Engine:
         return image_prompt.encode(codec, rendered, 0, images, self._vision, self._images_reason)[0]
 
     @property
+    def shares_prefixes(self) -> bool:
+        """Whether a new session's prompt shares the cells of a prefix another live session holds
+        instead of computing it again (llama.cpp with EngineConfig.share_prefixes; engine/prefix_share.py)."""
+        return self.config.share_prefixes and hasattr(self._worker.backend, "share_prefix")
+
+    @property
     def takes_images(self) -> bool:
         """Whether messages may hold images (`engine.image_part`): a llama.cpp model with its vision
         projector (EngineConfig.mmproj, or an mmproj*.gguf beside the model)."""

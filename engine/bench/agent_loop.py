@@ -86,7 +86,7 @@ def agent_loop_figures(model: str, say: Callable[..., None]) -> dict:
         engine = Engine.load(model, EngineConfig(backend="llamacpp", max_context=16384, share_prefixes=share,
                                                  speculative=False))
         try:
-            runs[share] = _replay(engine, requests)
+            runs[share] = _replay(engine, requests, say)
         finally:
             engine.close()
     on, off = runs[True], runs[False]
@@ -104,7 +104,7 @@ def agent_loop_figures(model: str, say: Callable[..., None]) -> dict:
     }
 
 
-def _replay(engine, requests: list[list[dict]]) -> dict:
+def _replay(engine, requests: list[list[dict]], say: Callable[..., None]) -> dict:
     """Every request through `engine serve`'s chat API on a loopback port, one after another."""
     import openai
 
@@ -131,6 +131,8 @@ def _replay(engine, requests: list[list[dict]]) -> dict:
             out["prompt_tokens"].append(usage.prompt_tokens if usage else 0)
             cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0
             out["prefilled"].append((usage.prompt_tokens if usage else 0) - cached)
+            say(f"  request {len(out['ttft'])}/{len(requests)}: {out['prompt_tokens'][-1]:,} prompt tokens, "
+                f"{out['prefilled'][-1]:,} read, first token in {out['ttft'][-1]:.2f} s")
         out["wall"] = time.perf_counter() - began
         return out
     finally:
