@@ -217,6 +217,14 @@ class Bridge:
         self._submit(self._run_job, job, fn)
         return job
 
+    def submit(self, fn: Callable[[Store], T]) -> "Future[T]":
+        """Run `fn(store)` on the store thread for a background thread that waits on its result
+        (the library's indexing thread). Never wait on it from the GUI thread: use `run` there."""
+        def call() -> T:
+            self.opened.result()
+            return fn(self._store)
+        return self._executor.submit(call)
+
     def attach_engine(self, engine: Engine, state_budget_bytes: Optional[int] = None) -> Job[None]:
         """Give the store thread its ConversationManager for `engine` (after the model loads).
         A previous engine's sessions are suspended to disk first; stop its replies before."""

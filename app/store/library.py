@@ -29,8 +29,10 @@ from .errors import InvalidValueError, NotFoundError
 from .records import check_choice
 
 DOCUMENT_STATUSES: tuple[str, ...] = ("indexing", "ready", "failed", "cancelled", "interrupted")
-"""indexing: being read and embedded; ready: searchable; failed: `error` says why; cancelled: the
-user stopped it; interrupted: the app quit while it was indexing. Only `ready` ones are searched."""
+"""indexing: being read and embedded (or waiting to be); ready: indexed; failed: `error` says why;
+cancelled: the user stopped it; interrupted: the app quit while it was indexing. Every document with
+passages is searched, whatever its status: one being re-indexed keeps its last index until the new
+one replaces it whole."""
 HEADING_JOIN = " › "
 VECTOR_DTYPE = np.dtype("<f4")
 """How a vector's bytes are laid out: little-endian float32, on every platform."""
@@ -172,6 +174,9 @@ class Library:
             raise NotFoundError(f"No library document {document_id}.")
         return rows[0]
 
+    def exists(self, document_id: int) -> bool:
+        return self._db.execute("select 1 from library_documents where id = ?", [document_id]).fetchone() is not None
+
     def documents(self, conversation_id: int) -> list[LibraryDocument]:
         """The conversation's documents, in the order they were added."""
         return self._rows("conversation_id = ?", [conversation_id])
@@ -224,12 +229,12 @@ class Library:
 
     # -- search ------------------------------------------------------------------------------------
     def searchable(self, conversation_id: int) -> bool:
-        """The conversation has at least one ready document."""
-        return self._db.execute("select 1 from library_documents where conversation_id = ? and status = 'ready' "
+        """The conversation has at least one document with passages."""
+        return self._db.execute("select 1 from library_documents where conversation_id = ? and chunks > 0 "
                                 "limit 1", [conversation_id]).fetchone() is not None
 
     def matrix(self, conversation_id: int, embedder: str) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, vectors) of the conversation's ready documents embedded by `embedder`: one
+        """(chunk ids, vectors) of the conversation's passages embedded by `embedder`: one
         row per passage, float32. Kept in memory until the library changes."""
         key = (conversation_id, embedder)
         cached = self._matrices.get(key)
@@ -237,7 +242,7 @@ class Library:
             return cached[1], cached[2]
         rows = self._db.execute(
             """select c.id, c.vector from library_chunks c join library_documents d on d.id = c.document_id
-               where d.conversation_id = ? and d.status = 'ready' and d.embedder = ? order by c.id""",
+               where d.conversation_id = ? and d.embedder = ? order by c.id""",
             [conversation_id, embedder]).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         if rows:
@@ -259,7 +264,7 @@ class Library:
             """select c.id, bm25(library_chunks_fts) as score from library_chunks_fts
                join library_chunks c on c.id = library_chunks_fts.rowid
                join library_documents d on d.id = c.document_id
-               where library_chunks_fts match ? and d.conversation_id = ? and d.status = 'ready'
+               where library_chunks_fts match ? and d.conversation_id = ?
                order by score limit ?""", [match, conversation_id, limit]).fetchall()
         return [(r[0], -r[1]) for r in rows]  # FTS5's bm25() is negative: lower is better
 

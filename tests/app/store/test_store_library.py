@@ -110,15 +110,17 @@ def test_words_are_found_in_this_conversation_only_and_any_text_is_accepted(stor
     assert store.library.word_ranking(mine.id, "valves")  # porter stemming: valves → valve
 
 
-def test_only_ready_documents_of_the_current_embedder_are_searched(store):
+def test_passages_stay_searchable_while_re_indexed_and_another_model_s_are_not(store):
     c = store.create_conversation()
+    waiting = store.library.add(c.id, "/new.md", "new.md")
+    assert not store.library.searchable(c.id) and len(store.library.matrix(c.id, EMBEDDER)[0]) == 0
     doc = store.library.add(c.id, "/a.md", "a.md")
     fill(store, doc, ["The valve is stuck."])
-    store.library.set_status(doc.id, "indexing")
-    assert not store.library.searchable(c.id) and store.library.word_ranking(c.id, "valve") == []
-    assert len(store.library.matrix(c.id, EMBEDDER)[0]) == 0
-    store.library.set_status(doc.id, "ready")
-    assert store.library.searchable(c.id) and len(store.library.matrix(c.id, "another-model")[0]) == 0
+    store.library.set_status(doc.id, "indexing")  # re-indexed: the last index serves until replaced
+    assert store.library.searchable(c.id) and store.library.word_ranking(c.id, "valve")
+    assert len(store.library.matrix(c.id, EMBEDDER)[0]) == 1
+    assert len(store.library.matrix(c.id, "another-model")[0]) == 0
+    assert store.library.get(waiting.id).status == "indexing"
 
 
 def test_a_document_left_indexing_by_a_quit_is_marked_interrupted_at_the_next_start(home):
