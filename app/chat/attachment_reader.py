@@ -97,9 +97,9 @@ class FileRead:
 
 def read_file(path: Path | str, *, progress: Callable[[float], None] = lambda _f: None,
               cancelled: Callable[[], bool] = lambda: False, keep_bytes: bool = False,
-              keep_chars: int = KEEP_CHARS) -> FileRead:
-    """Read `path` for attaching (or, with a larger `keep_chars`, for a library, which keeps all
-    of a file). Raises UnreadableFileError (with the reason) or ReadCancelled."""
+              keep_chars: Optional[int] = None) -> FileRead:
+    """Read `path` for attaching, keeping `KEEP_CHARS` characters of its text (a library asks for
+    more: it keeps all of a file). Raises UnreadableFileError (with the reason) or ReadCancelled."""
     path = Path(path)
     name = path.name
     if not path.exists():
@@ -111,7 +111,8 @@ def read_file(path: Path | str, *, progress: Callable[[float], None] = lambda _f
             head = f.read(8)
             if head.startswith(b"%PDF-"):
                 return _read_pdf(name, path, f, progress, cancelled, keep_bytes)
-            return _read_text(name, path, f, progress, cancelled, keep_bytes, keep_chars)
+            return _read_text(name, path, f, progress, cancelled, keep_bytes,
+                              KEEP_CHARS if keep_chars is None else keep_chars)
     except OSError as e:
         raise UnreadableFileError(f"{name} could not be read ({e.strerror or e}).") from None
 

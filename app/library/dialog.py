@@ -9,22 +9,21 @@ here: a library of thousands of files on a slow disk must not stall the window.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional
+from pathlib import Path
+from typing import Optional, Protocol
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel,
                                QPushButton, QSizePolicy, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
+from app.bridge import Bridge
 from app.chat.attachment_chip import file_size
 from app.file_dialogs import choose_folder, open_files
 from app.store import LibraryDocument, Store
 
 from .controls import documents_words
-from .indexer import IndexProgress
+from .indexer import Indexer, IndexProgress
 from .reading import LIBRARY_KINDS, SUFFIXES
-
-if TYPE_CHECKING:
-    from .room import LibraryRoom
 
 FILE_FILTER = (f"Documents ({' '.join('*' + s for s in sorted(SUFFIXES))});;All files (*)")
 ABOUT = ("Documents too large for the model's context. Each reply reads the passages that answer the "
@@ -62,10 +61,23 @@ def status_words(document: LibraryDocument, state: str, progress: Optional[Index
     return ("ready" if not document.error else "ready (old)"), document.error or f"{document.chunks:,} passages"
 
 
+class Actions(Protocol):
+    """What the dialog asks of the window's library (`LibraryRoom`)."""
+
+    bridge: Bridge
+    indexer: Indexer
+
+    def add_paths(self, paths: list[Path]) -> None: ...
+
+    def reindex(self, conversation_id: Optional[int], document_ids: list[int]) -> None: ...
+
+    def remove(self, conversation_id: Optional[int], document_ids: list[int]) -> None: ...
+
+
 class LibraryDialog(QDialog):
     """The library of `conversation_id` (None: a new page; adding starts a conversation)."""
 
-    def __init__(self, room: "LibraryRoom", conversation_id: Optional[int], parent: Optional[QWidget] = None) -> None:
+    def __init__(self, room: Actions, conversation_id: Optional[int], parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.room = room
         self.conversation_id = conversation_id

@@ -164,8 +164,8 @@ class Indexer(QObject):
                 files.append((path, path.name))
         if not files:
             return
-        documents = self._store(lambda store: [store.library.add(conversation_id, p.resolve(), name)
-                                               for p, name in files])
+        documents = self._store(lambda store: store.library.add_all(conversation_id,
+                                                                    [(p.resolve(), name) for p, name in files]))
         self._index(conversation_id, documents, cancel)
 
     def _reindex(self, conversation_id: int, document_ids: list[int], cancel: threading.Event) -> None:

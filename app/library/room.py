@@ -26,6 +26,7 @@ class LibraryRoom:
 
     def __init__(self, window: QMainWindow, bridge: Bridge, embedder: Optional[SharedEmbedder] = None) -> None:
         self.window, self.bridge = window, bridge
+        self._own_embedder = embedder is None  # one handed in (tests share one) is its owner's to close
         self.embedder = embedder or SharedEmbedder()
         bridge.embedder_for = self.embedder.get
         self.indexer = Indexer(bridge, self.embedder, window)
@@ -113,4 +114,5 @@ class LibraryRoom:
         if self.dialog is not None:
             self.dialog.close()
         self.indexer.close()
-        self.embedder.close()
+        if self._own_embedder:
+            self.embedder.close()
