@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Optional
 
-from engine import DEFAULT_EMBEDDING_MODEL, Embedder, EmbedderMemory
+from engine import DEFAULT_EMBEDDING_MODEL, Embedder, EmbedderMemory, ModelLoadError
 
 
 class SharedEmbedder:
@@ -30,8 +30,8 @@ class SharedEmbedder:
     def get(self) -> Embedder:
         """The embedding model (ModelLoadError, in words, when it is not on this computer)."""
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the embedding model was closed: the app is quitting")
+            if self._closed:  # a reply at quit: said on the reply like any model that is not there
+                raise ModelLoadError("the embedding model was closed: Confab is quitting")
             if self._embedder is None:
                 self._embedder = self._make(self.source)
             return self._embedder

@@ -190,12 +190,12 @@ class Indexer(QObject):
     def _index_one(self, conversation_id: int, document: LibraryDocument, number: int, total: int,
                    cancel: threading.Event) -> None:
         try:
-            self._index_or_end(conversation_id, document, number, total, cancel)
+            self._read_and_store(conversation_id, document, number, total, cancel)
         except NotFoundError:  # removed from the library while it was being indexed
             pass
 
-    def _index_or_end(self, conversation_id: int, document: LibraryDocument, number: int, total: int,
-                      cancel: threading.Event) -> None:
+    def _read_and_store(self, conversation_id: int, document: LibraryDocument, number: int, total: int,
+                        cancel: threading.Event) -> None:
         def say(stage: str, fraction: float) -> None:
             self.route.post(self._show, IndexProgress(conversation_id, document.name, number, total, stage,
                                                       fraction), document.id)

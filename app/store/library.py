@@ -128,6 +128,17 @@ class Source:
     def of(cls, passage: Passage, score: float = 0.0) -> "Source":
         return cls(passage.name, passage.location, passage.text, passage.id, score)
 
+    def as_dict(self) -> dict:
+        """The export form (the passage's id in the library is not carried: an import has no library)."""
+        return {"name": self.name, "location": self.location, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: object) -> "Source":
+        """From the export form; InvalidValueError naming the bad field."""
+        if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("name", "location", "text")):
+            raise InvalidValueError("a source must be an object with text name, location and text")
+        return cls(d["name"], d["location"], d["text"])
+
 
 def location(page: Optional[int], last_page: Optional[int], heading: str) -> str:
     """"p. 12, §3.2 Calibration": the page (or pages) and the innermost heading, shortened."""

@@ -203,3 +203,24 @@ def test_bad_files_say_why_in_the_dialog(qtbot, qapp, window, bridge, room, tmp_
                     "CSV, JSON and PDF files."]
     assert window.notices.text == ("nothing holds no files a library reads (text, code, Markdown, CSV, JSON "
                                    "and PDF files).")
+
+
+def test_a_changed_file_is_said_and_re_indexing_reads_it_again(qtbot, window, bridge, room, tmp_path):  # noqa: F811
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe pump is blue.\n")
+    cid = new_conversation(qtbot, window, bridge)
+    room.add_paths([path])
+    wait_idle(qtbot, room)
+    window.figures.refresh()  # the embedding model is loaded now: its memory is counted
+    assert "Embedding model for libraries:" in window.figures.toolTip()
+    path.write_text("# Notes\n\nThe pump is green and hums quietly.\n")
+    dialog = room.open_dialog()
+    qtbot.waitUntil(lambda: dialog.list.topLevelItemCount() == 1 and dialog.list.topLevelItem(0).text(1) == "changed",
+                    timeout=10_000)
+    dialog.list.topLevelItem(0).setSelected(True)
+    qtbot.mouseClick(dialog.reindex_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: room.indexer.busy, timeout=10_000)
+    wait_idle(qtbot, room)
+    qtbot.waitUntil(lambda: dialog.list.topLevelItem(0).text(1) == "ready", timeout=10_000)
+    texts = ask(qtbot, bridge, lambda store: [r[0] for r in store.db.execute("select text from library_chunks")])
+    assert texts == ["Notes\n\nThe pump is green and hums quietly."]

@@ -139,3 +139,16 @@ def test_deleting_the_conversation_deletes_its_library(store):
     store.delete_conversation(c.id)
     assert [store.db.execute(f"select count(*) from {t}").fetchone()[0]
             for t in ("library_documents", "library_chunks", "library_chunks_fts")] == [0, 0, 0]
+
+
+def test_a_reply_s_sources_go_with_its_export_and_come_back_with_an_import(store):
+    from app.store import export_json, export_markdown, import_json
+
+    c = store.create_conversation("Pumps")
+    store.append_message(c.id, "user", "How?")
+    reply = store.append_message(c.id, "assistant", "Like this.")
+    store.library.add_sources(reply.id, [Source("manual.pdf", "p. 40, §Calibration", "Hold the button.", None, 0.03)])
+    assert "*Sources: [1] manual.pdf p. 40, §Calibration*" in export_markdown(store, c.id)
+    copy = import_json(store, export_json(store, c.id))
+    [source] = store.messages(copy.id)[-1].sources
+    assert (source.label, source.text, source.chunk_id) == ("manual.pdf p. 40, §Calibration", "Hold the button.", None)
