@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 from app.bridge import Bridge
 from app.chat.image_support import ImageSupport
 from app.dialog_fit import DialogFit
+from app.library.room import LibraryRoom
 from app.mcp.room import McpRoom
 from app.models.names import display_name
 from app.models.connect_dialog import ConnectDialog
@@ -68,6 +69,8 @@ class ConfabApp(QObject):
         self.window = MainWindow(self.bridge)
         self.mcp = McpRoom(self.window, self.bridge, self.home)
         """MCP tools in the chat window (app/mcp): servers from mcp.json, calls asked for first."""
+        self.library = LibraryRoom(self.window, self.bridge)
+        """Conversations' libraries (app/library): documents indexed beside the model, searched each turn."""
         self.window.chat_view.set_dark(self.dark)
         self.loader = ModelLoader(self.bridge.route, self)
         self.quick_chat = QuickChat(self.bridge)
@@ -379,6 +382,7 @@ class ConfabApp(QObject):
             self.tray.hide()
         self.local_server.close()  # its sessions are freed while the engine still runs
         self.mcp.close()  # MCP servers' processes end
+        self.library.close()  # indexing stops (a file half done is marked at the next start)
         self.bridge.close()
         if self.engine is not None:
             self.engine.close()

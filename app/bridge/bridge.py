@@ -114,13 +114,15 @@ class Send:
 
     @classmethod
     def regenerate(cls, bridge: "Bridge", conversation_id: int, message_id: Optional[int] = None,
-                   params: Optional[SamplingParams] = None) -> "Send":
+                   params: Optional[SamplingParams] = None, passages: Optional[int] = None) -> "Send":
         """A new answer to the user message reply `message_id` answered (None: the last user message
         shown): a new version of that reply, which is kept with what followed it (the message then
-        shows "‹ 2/2 ›"; the old branch is one step back)."""
+        shows "‹ 2/2 ›"; the old branch is one step back). `passages`: how many of the library's
+        passages it may read (None: as many as a reply does)."""
         send = cls(bridge, conversation_id, None, params)
+        more = {} if passages is None else {"passages": passages}
         send._open = lambda manager, p: manager.reply(
-            conversation_id, None, p, parent_id=_answered(manager.store, conversation_id, message_id))
+            conversation_id, None, p, parent_id=_answered(manager.store, conversation_id, message_id), **more)
         return send
 
     @classmethod
@@ -196,6 +198,9 @@ class Bridge:
         self.tools_for: Optional[Callable[[Store, int, int], Any]] = None
         """(store, conversation id, step) -> the `ToolOffer` of that step of a reply (app/mcp sets
         it); called on the store thread. None: replies are offered no tools."""
+        self.embedder_for: Optional[Callable[[], Any]] = None
+        """() -> the embedding model that searches conversations' libraries (app/library sets it);
+        called on the store thread. None: replies read no passages."""
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="confab-store")
         self._store: Optional[Store] = None  # store thread only
         self._manager: Optional[ConversationManager] = None  # store thread only
@@ -212,6 +217,14 @@ class Bridge:
         self._submit(self._run_job, job, fn)
         return job
 
+    def submit(self, fn: Callable[[Store], T]) -> "Future[T]":
+        """Run `fn(store)` on the store thread for a background thread that waits on its result
+        (the library's indexing thread). Never wait on it from the GUI thread: use `run` there."""
+        def call() -> T:
+            self.opened.result()
+            return fn(self._store)
+        return self._executor.submit(call)
+
     def attach_engine(self, engine: Engine, state_budget_bytes: Optional[int] = None) -> Job[None]:
         """Give the store thread its ConversationManager for `engine` (after the model loads).
         A previous engine's sessions are suspended to disk first; stop its replies before."""
@@ -221,6 +234,7 @@ class Bridge:
             budget = {} if state_budget_bytes is None else {"state_budget_bytes": state_budget_bytes}
             self._manager = ConversationManager(engine, store, closing=self._closing, **budget)
             self._manager.tools_for = lambda s, cid, step: self.tools_for(s, cid, step) if self.tools_for else None
+            self._manager.embedder_for = lambda: self.embedder_for() if self.embedder_for else None
         return self.run(attach)
 
     # -- replies -----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """One file in the composer, as a chip: reading it (a bar and ×, which cancels), ready (a file icon,
 "notes.md · 1,204 tokens ×"; an image's thumbnail, "photo.jpg · 4032×3024 → 2048×1536 · 1,105 tokens ×"),
-too big (how many tokens it has, how many fit, and "Attach the first part"), or
+too big (how many tokens it has, how many fit, "Attach the first part", and where the window has
+libraries, "Add to library": indexed, each reply then reads the passages that answer it), or
 refused (why, and × to dismiss). `AttachmentTray` holds the chips and decides which state each is in.
 
 A count is the model's own (as the engine counts) or, marked "~", an estimate: a remote model's
@@ -46,11 +47,12 @@ THUMB_PX = 28
 
 
 class AttachmentChip(QFrame):
-    """A chip for one file. Its buttons emit `remove_clicked` (× : remove, or cancel the read) and
-    `fit_clicked` (attach the part that fits)."""
+    """A chip for one file. Its buttons emit `remove_clicked` (× : remove, or cancel the read),
+    `fit_clicked` (attach the part that fits) and `library_clicked` (add it to the library instead)."""
 
     remove_clicked = Signal()
     fit_clicked = Signal()
+    library_clicked = Signal()
 
     def __init__(self, name: str, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -70,13 +72,21 @@ class AttachmentChip(QFrame):
         underlined.setUnderline(True)  # an action, not more of the message
         self.fit_button.setFont(underlined)
         self.fit_button.clicked.connect(self.fit_clicked)
+        self.library_offered = False
+        """A file too big offers "Add to library" (the main window's composer, not the quick chat's)."""
+        self.library_button = QToolButton(text="Add to library", autoRaise=True, font=underlined,
+                                          accessibleName="Add to the conversation's library")
+        self.library_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.library_button.setToolTip("Index the whole file in this conversation's library: each reply then "
+                                       "reads the passages of it that answer the question")
+        self.library_button.clicked.connect(self.library_clicked)
         self.remove_button = QToolButton(text="×", autoRaise=True, accessibleName=f"Remove {name}")
         self.remove_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.remove_button.clicked.connect(self.remove_clicked)
         box = QHBoxLayout(self)
         box.setContentsMargins(8, 1, 2, 1)
         box.setSpacing(4)
-        for w in (self.icon, self.label, self.bar, self.fit_button, self.remove_button):
+        for w in (self.icon, self.label, self.bar, self.fit_button, self.library_button, self.remove_button):
             box.addWidget(w)
         self.show_reading(0.0)
 
@@ -121,7 +131,8 @@ class AttachmentChip(QFrame):
                 else f"{short_name(self.name)}: {counted.text} tokens, no room left")
         more = " about" if not counted.exact and not counted.counted_chars else ""
         self._set("too_big", text, f"{self.name} is {_tokens_words(counted)}, but only{more} {room:,} more fit "
-                  "in the model's context with this conversation. Attach its first part, or remove it.")
+                  "in the model's context with this conversation. Attach its first part"
+                  + (", add it to the conversation's library" if self.library_offered else "") + ", or remove it.")
         self.fit_button.setVisible(room > 0)
         self.remove_button.setToolTip("Remove this file")
 
@@ -140,6 +151,7 @@ class AttachmentChip(QFrame):
         self.setToolTip(tip)
         self.bar.setVisible(state == "reading")
         self.fit_button.setVisible(state == "too_big")
+        self.library_button.setVisible(state == "too_big" and self.library_offered)
         self.label.setStyleSheet(f"color: {WARN_COLOR};" if warn else "")
         self.update()
 

@@ -74,6 +74,8 @@ class FileRead:
     """Characters in the whole file's text (more than len(text) when it was longer than kept)."""
     data: Optional[bytes] = None
     """A copy of its bytes (only when asked for, and the file is at most KEEP_BYTES_LIMIT)."""
+    pages: tuple[str, ...] = ()
+    """A PDF's text page by page (a library cites pages); () for other files."""
 
     @property
     def tokens(self) -> int:
@@ -94,8 +96,10 @@ class FileRead:
 
 
 def read_file(path: Path | str, *, progress: Callable[[float], None] = lambda _f: None,
-              cancelled: Callable[[], bool] = lambda: False, keep_bytes: bool = False) -> FileRead:
-    """Read `path` for attaching. Raises UnreadableFileError (with the reason) or ReadCancelled."""
+              cancelled: Callable[[], bool] = lambda: False, keep_bytes: bool = False,
+              keep_chars: Optional[int] = None) -> FileRead:
+    """Read `path` for attaching, keeping `KEEP_CHARS` characters of its text (a library asks for
+    more: it keeps all of a file). Raises UnreadableFileError (with the reason) or ReadCancelled."""
     path = Path(path)
     name = path.name
     if not path.exists():
@@ -107,12 +111,13 @@ def read_file(path: Path | str, *, progress: Callable[[float], None] = lambda _f
             head = f.read(8)
             if head.startswith(b"%PDF-"):
                 return _read_pdf(name, path, f, progress, cancelled, keep_bytes)
-            return _read_text(name, path, f, progress, cancelled, keep_bytes)
+            return _read_text(name, path, f, progress, cancelled, keep_bytes,
+                              KEEP_CHARS if keep_chars is None else keep_chars)
     except OSError as e:
         raise UnreadableFileError(f"{name} could not be read ({e.strerror or e}).") from None
 
 
-def _read_text(name: str, path: Path, f, progress, cancelled, keep_bytes: bool) -> FileRead:
+def _read_text(name: str, path: Path, f, progress, cancelled, keep_bytes: bool, keep_chars: int) -> FileRead:
     size = path.stat().st_size
     f.seek(0)
     first = f.read(BLOCK)
@@ -131,8 +136,8 @@ def _read_text(name: str, path: Path, f, progress, cancelled, keep_bytes: bool) 
         if "\x00" in piece:
             raise UnreadableFileError(_binary(name))
         chars += len(piece)
-        if kept_chars < KEEP_CHARS:
-            kept.append(piece[:KEEP_CHARS - kept_chars])
+        if kept_chars < keep_chars:
+            kept.append(piece[:keep_chars - kept_chars])
             kept_chars += len(kept[-1])
         if not block:
             break
@@ -214,4 +219,4 @@ def _read_pdf(name: str, path: Path, f, progress, cancelled, keep_bytes: bool) -
         raise UnreadableFileError(f"{name} has no text to read (its pages may be scanned images).")
     kept = text[:KEEP_CHARS]
     return FileRead(name, "application/pdf", size, kept, len(text),
-                    data if keep_bytes and size <= KEEP_BYTES_LIMIT else None)
+                    data if keep_bytes and size <= KEEP_BYTES_LIMIT else None, tuple(p.strip("\n") for p in pages))

@@ -80,6 +80,8 @@ class AttachmentTray(QScrollArea):
     change (the context meter follows it)."""
 
     changed = Signal()
+    library_requested = Signal(object)
+    """(path) "Add to library" on a file too big: the chip goes; the library indexes the file."""
 
     def __init__(self, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -94,6 +96,8 @@ class AttachmentTray(QScrollArea):
         """Keep a copy of each file's bytes with the message (the "keep copies" setting)."""
         self.images = ImageSupport()
         """What the loaded model does with images (`set_images`)."""
+        self.library_offered = False
+        """A file too big offers "Add to library" (set where a library takes it: app/library)."""
         self.route = GuiRoute(self)
         self.drafts: list[_Draft] = []
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
@@ -137,6 +141,8 @@ class AttachmentTray(QScrollArea):
         draft = _Draft(path, AttachmentChip(path.name), count=self.count_tokens)
         draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
         draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
+        draft.chip.library_offered = self.library_offered
+        draft.chip.library_clicked.connect(lambda d=draft: (self.library_requested.emit(d.path), self.remove(d)))
         self.drafts.append(draft)
         self._box.addWidget(draft.chip)
         return draft
@@ -343,11 +349,12 @@ class AttachmentTray(QScrollArea):
 
     def needs_word(self) -> Optional[str]:
         """Why the message must wait for the user (None when it may go): a file that does not fit
-        or could not be read is never dropped without a word; the user attaches its first part,
-        or removes it."""
+        or could not be read is never dropped without a word; the user attaches its first part (or
+        adds it to the library), or removes it."""
         for d in self.drafts:
             if d.chip.state == "too_big":
-                return (f"{d.path.name} does not fit in the model's context: press “Attach the first part” "
+                library = " or “Add to library”" if self.library_offered else ""
+                return (f"{d.path.name} does not fit in the model's context: press “Attach the first part”{library} "
                         "on it, or remove it (×), then send again")
             if d.chip.state == "refused":
                 why = d.refusal.rstrip(". ") or f"{d.path.name} could not be read"

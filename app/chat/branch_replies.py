@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from app.bridge import Send
+from app.conversations.sources import MORE
 from app.chat.message_view import Shown
 from app.store import Message
 
@@ -21,19 +22,24 @@ class BranchReplies:
     def _can_restart(self) -> bool:
         return self.current_id is not None and self.current_id not in self.bridge.replying()
 
-    def regenerate(self, message_id: Optional[int] = None) -> None:
+    def regenerate(self, message_id: Optional[int] = None, passages: Optional[int] = None) -> None:
         """Write a new version of reply `message_id` (None: the last one). The old version is kept
-        ("‹ 1/2"), and so is what followed it, as another branch: the page ends at the new reply."""
+        ("‹ 1/2"), and so is what followed it, as another branch: the page ends at the new reply.
+        `passages`: how many passages of the library it may read (None: as a reply does)."""
         if not self._can_restart():
             return
         views = self.chat_view.message_views()
         last = views[-1].shown.id if views else None
         if message_id is None or message_id == last:
             self.chat_view.begin_regenerate()  # the new version shows at once, empty
-            self._restart(Send.regenerate(self.bridge, self.current_id))
+            self._restart(Send.regenerate(self.bridge, self.current_id, passages=passages))
         else:
             self.chat_view.begin_regenerate(message_id)
-            self._restart(Send.regenerate(self.bridge, self.current_id, message_id))
+            self._restart(Send.regenerate(self.bridge, self.current_id, message_id, passages=passages))
+
+    def more_passages(self, message_id: int) -> None:
+        """"More passages" under a reply's sources: a new version of it that reads more of them."""
+        self.regenerate(message_id, passages=MORE)
 
     def edit_and_resend(self, message_id: int, text: str) -> None:
         """Send a new version of one of the user's messages; the conversation continues from it

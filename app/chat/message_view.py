@@ -20,6 +20,7 @@ from app.chat.markdown_render import code_blocks, copy_index, render_markdown
 from app.chat.message_body import MessageBody
 from app.chat.message_editor import EditPanel
 from app.chat.message_attachments import MessageFiles
+from app.chat.message_sources import MessageSources
 from app.chat.prefill_progress import PrefillProgress
 from app.chat.reply_end import context_full_advice, status_note
 from app.chat.shown import Shown
@@ -55,6 +56,8 @@ class MessageView(QFrame):
     """(message id): write more of this reply."""
     settings_clicked = Signal()
     """The conversation's settings (When too long), for a reply cut by a full context."""
+    more_sources_clicked = Signal(int)
+    """(message id): write this reply again, reading more passages of the library."""
 
     def __init__(self, shown: Shown, *, dark: bool = False, parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
@@ -92,6 +95,9 @@ class MessageView(QFrame):
         self.notice = ContextNotice()
         box.addWidget(self.notice)
         box.addWidget(self.body)
+        self.sources = MessageSources()  # "Sources: manual.pdf p. 12 …" under a reply that read some
+        self.sources.more_clicked.connect(lambda: self._more_sources())
+        box.addWidget(self.sources)
         box.addWidget(self.model_label)  # under the reply: the header stays short
         self._apply(shown)
 
@@ -231,6 +237,7 @@ class MessageView(QFrame):
         self.files.show_files(shown.attachments)
         self.tools.show_calls(shown.tool_calls)
         self.notice.show_notice(shown.notice)
+        self.sources.show_sources(shown.sources)
         if shown.role == "user" and self.editor is None:
             self.body.setVisible(bool(shown.content) or not shown.attachments)  # files alone: no empty line
         self.version_label.setText(f"{shown.version}/{shown.versions}")
@@ -260,6 +267,7 @@ class MessageView(QFrame):
         stored = self.shown.id is not None and self.shown.status != "streaming"
         self.regenerate_button.setVisible(self.shown.role == "assistant" and stored)
         self.regenerate_button.setEnabled(not self.busy)
+        self.sources.more_button.setEnabled(not self.busy)
         self.delete_button.setVisible(stored)
         self.delete_button.setEnabled(not self.busy)
         self.continue_button.setVisible(self.is_last_reply and self.shown.can_continue)
@@ -309,6 +317,10 @@ class MessageView(QFrame):
     def _regenerate(self) -> None:
         if not self.busy and self.shown.id is not None:
             self.regenerate_clicked.emit(self.shown.id)
+
+    def _more_sources(self) -> None:
+        if not self.busy and self.shown.id is not None:
+            self.more_sources_clicked.emit(self.shown.id)
 
     def _delete(self) -> None:
         if not self.busy and self.shown.id is not None:

@@ -106,6 +106,7 @@ class ChatPanel(BranchReplies, QWidget):
         self.chat_view.version_requested.connect(self.show_version)
         self.chat_view.continue_requested.connect(self.continue_reply)
         self.chat_view.settings_requested.connect(self.ask_settings)
+        self.chat_view.more_sources_requested.connect(self.more_passages)
 
     def setup_composer(self) -> None:
         self.composer = Composer()

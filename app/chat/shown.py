@@ -34,13 +34,14 @@ class Shown:
     notice: str = ""  # e.g. that earlier messages were left out to fit the context
     prompt_tokens: Optional[int] = None
     """Tokens the model read for the reply's last run (with `completion_tokens`: how full the context was)."""
+    sources: tuple = ()  # passages of the conversation's library the reply read (`Source`s)
 
     @classmethod
     def of(cls, m: Message) -> "Shown":
         return cls(m.id, m.role, m.content, m.status, m.error, m.model, m.finish_reason,
                    m.stats.completion_tokens if m.stats else None, m.version, m.versions,
                    m.reasoning, m.reasoning_s, m.attachments, m.tool_calls, m.notice,
-                   m.stats.prompt_tokens if m.stats else None)
+                   m.stats.prompt_tokens if m.stats else None, m.sources)
 
     @property
     def thinking(self) -> bool:

@@ -33,6 +33,8 @@ class ChatView(QScrollArea):
     """(message id, step): show another version of a message (and the branch that follows it)."""
     continue_requested = Signal(int)
     """(message id): write more of the last reply."""
+    more_sources_requested = Signal(int)
+    """(reply id): write it again reading more passages of the library."""
     settings_requested = Signal()
     """The conversation's settings: a reply cut by a full context offers its When too long policy."""
 
@@ -190,6 +192,7 @@ class ChatView(QScrollArea):
         view.version_requested.connect(self.version_requested)
         view.continue_clicked.connect(self.continue_requested)
         view.settings_clicked.connect(self.settings_requested)
+        view.more_sources_clicked.connect(self.more_sources_requested)
         self.column.insertWidget(self.column.count() - 1, view)
         self._views.append(view)
 

@@ -15,12 +15,13 @@ from contextlib import closing
 from typing import Callable, Iterator, Optional
 
 from app.store import LEAF, Attachment, Message, ReplyStats, ReplyWriter, Store
-from engine import AnyEngine, Chunk, SamplingParams, Session
+from engine import AnyEngine, Chunk, Embedder, SamplingParams, Session
 from engine import CapacityError, ReplyInterruptedError
 
 from .context_policy import fit, stored_reason
 from .errors import AllSessionsBusyError
 from .prompt import chat_messages
+from .sources import TOP, library_turn, with_sources
 from .states import StateCache
 from .tool_turn import CallReader, ToolOffer, last_step, no_offer, pending
 
@@ -57,6 +58,8 @@ class ConversationManager:
         self.tools_for: Callable[[Store, int, int], Optional[ToolOffer]] = no_offer
         """(store, conversation id, step) -> the tools that step of a reply may call (None: none).
         Runs on this thread; step 1 is a new reply, step n + 1 follows the results of step n's calls."""
+        self.embedder_for: Callable[[], Optional[Embedder]] = lambda: None
+        """The embedding model that searches conversations' libraries (None: replies read no passages)."""
 
     # -- sessions ----------------------------------------------------------------------------------
     def live_conversations(self) -> list[int]:
@@ -153,7 +156,7 @@ class ConversationManager:
     # -- one reply ---------------------------------------------------------------------------------
     def reply(self, conversation_id: int, user_text: Optional[str], params: Optional[SamplingParams] = None,
               *, parent_id: Optional[int] = LEAF, attachments: tuple[Attachment, ...] = (),
-              attachments_from: Optional[int] = None) -> Iterator[Chunk]:
+              attachments_from: Optional[int] = None, passages: int = TOP) -> Iterator[Chunk]:
         """Append the user's message, stream the assistant's reply into the store, and yield each
         chunk. The user's message follows `parent_id` (default: the end of the shown branch; an
         earlier message's parent makes it an edited version of that message). `user_text=None`
@@ -164,7 +167,9 @@ class ConversationManager:
         the model's name; any error marks it `error` and is re-raised. A full engine with no idle
         session raises AllSessionsBusyError before anything is stored. The user's message is
         stored with `attachments` (and copies of message `attachments_from`'s: an edit keeps them);
-        a regenerated reply answers the same message, so it sees the same files."""
+        a regenerated reply answers the same message, so it sees the same files. When the
+        conversation has a library, up to `passages` of its passages are read with the question
+        (sources.py) and stored with the reply."""
         if user_text is None:
             parent_id = _user_to_answer(self.store, conversation_id, parent_id)
         session = self.session_for(conversation_id)
@@ -174,6 +179,8 @@ class ConversationManager:
         self._replying.add(conversation_id)
         writer = self.store.start_reply(conversation_id, parent_id=parent_id, model=self.engine.label)
         messages = self._history(conversation_id)
+        messages = library_turn(self.engine, self.store, self.embedder_for, conversation_id, writer.message_id,
+                                messages, params, passages)
         yield from self._stream(conversation_id, session, writer, messages, params, [], False,
                                 self._offer(conversation_id, 1))
 
@@ -187,7 +194,7 @@ class ConversationManager:
             raise ValueError(f"message {message_id} made no tool calls in conversation {conversation_id}")
         if pending(message.tool_calls):
             raise ValueError("a tool call of this reply has no result yet")
-        history = self._history(conversation_id)
+        history = with_sources(self._history(conversation_id), message.sources)  # what its first step read
         session = self.session_for(conversation_id)
         writer = self.store.continue_reply(message_id)
         self._replying.add(conversation_id)
@@ -210,7 +217,7 @@ class ConversationManager:
         message = self.store.get_message(message_id)
         if message.conversation_id != conversation_id:
             raise ValueError(f"message {message_id} is not in conversation {conversation_id}")
-        history = self._history(conversation_id)  # ends with the reply, unless it is empty
+        history = with_sources(self._history(conversation_id), message.sources)  # ends with the reply, unless empty
         session = self.session_for(conversation_id)
         writer = self.store.continue_reply(message_id)
         self._replying.add(conversation_id)

@@ -19,6 +19,7 @@ from .attachments import Attachment
 from .db import BUSY_TIMEOUT_MS, OpenResult, StoreProblem, open_memory_store, open_store
 from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyClosedError,
                      SchemaTooNewError, StoreError, StoreReadOnlyError)
+from .library import DOCUMENT_STATUSES, ChunkRow, Library, LibraryDocument, Passage, Source
 from .export import export_json, export_markdown, import_json
 from .paths import DB_NAME, HOME_ENV, data_dir, database_path, states_dir
 from .records import (CONTEXT_FULL, FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
@@ -33,6 +34,12 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "CONTEXT_FULL",
     "Attachment",
+    "ChunkRow",
+    "DOCUMENT_STATUSES",
+    "Library",
+    "LibraryDocument",
+    "Passage",
+    "Source",
     "DB_NAME",
     "FINAL_STATUSES",
     "FLUSH_INTERVAL_S",

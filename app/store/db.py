@@ -102,6 +102,7 @@ def open_store(home: Optional[Path] = None, *, clock: Callable[[], float] = time
                          "your messages, and no message was lost."))
         store = Store(db, states_dir(home), clock=clock)
         interrupted = store.recover_interrupted()
+        store.library.recover_interrupted()  # documents whose indexing the last run left unfinished
         store.states.remove_orphans()
     except sqlite3.DatabaseError as e:
         db.close()

@@ -3,9 +3,10 @@
 The JSON holds the conversation's settings and the messages of the branch shown (other versions
 of regenerated or edited messages are not exported) with their status, exact token ids, stats,
 times, tool calls with their results, attached files (name, type, size, text, and the original
-bytes as base64 when they were kept; an image always, with its size in pixels), and for replies the model that wrote them, why they ended and a thinking model's reasoning
-(with how long it thought); ids and saved states are not exported (ids are the database's, states
-a cache). The Markdown shows the reasoning apart, above its answer, in a collapsed
+bytes as base64 when they were kept; an image always, with its size in pixels), and for replies the model that wrote them, why they ended, a thinking model's reasoning
+(with how long it thought) and the library passages they read (their sources: name, where, text);
+ids, saved states and libraries are not exported (ids are the database's, states a cache, a
+library the user's files, indexed again from them). The Markdown shows the reasoning apart, above its answer, in a collapsed
 `<details>` block ("Thought for 12 s"), so a reader sees the answer first and can open it. Attached
 images are shown in place as data URLs, so the Markdown file is whole on its own.
 
@@ -23,6 +24,7 @@ from typing import Any
 from . import attachments as attached
 from . import tool_calls as called
 from .attachments import Attachment
+from .library import Source
 from .errors import ImportFormatError, StoreError
 from .records import ROLES, STATUSES, Conversation, Message, sampling_json, token_ids_json
 from .store import Store
@@ -78,12 +80,15 @@ def import_json(store: Store, data: str | bytes | dict, *, title_mark: str = "")
         for i, m in enumerate(messages):  # one branch: each message follows the one before
             files = m.pop("attachments")
             calls = m.pop("tool_calls")
+            sources = m.pop("sources")
             parent_id = store.db["messages"].insert(
                 {**m, "conversation_id": conversation_id, "position": i, "parent_id": parent_id,
                  "chosen": i + 1, "status": "interrupted" if m["status"] == "streaming" else m["status"],
                  "token_ids": token_ids_json(m["token_ids"])}).last_pk
             attached.insert(store.db, parent_id, files, m["created_at"])
             called.insert(store.db, parent_id, calls, m["created_at"])
+            if sources:
+                store.library.add_sources(parent_id, sources)
     return store.get_conversation(conversation_id)
 
 
@@ -103,6 +108,8 @@ def export_markdown(store: Store, conversation_id: int) -> str:
             lines += images + [""]
         if m.attachments:
             lines += [f"*Attached: {', '.join(a.name for a in m.attachments)}*", ""]
+        if m.sources:
+            lines += ["*Sources: " + ", ".join(f"[{n}] {x.label}" for n, x in enumerate(m.sources, 1)) + "*", ""]
         if m.notice:
             lines += [f"*(✂ {m.notice})*", ""]
         note = _STATUS_NOTES.get(m.status)
@@ -143,7 +150,7 @@ def _message_dict(store: Store, m: Message) -> dict[str, Any]:
             "notice": m.notice, "attachments": [a.as_dict(a.data if a.data is not None else
                                                      attached.data(store.db, a.id) if a.has_data else None)
                                            for a in m.attachments],
-            "tool_calls": [c.as_dict() for c in m.tool_calls]}
+            "tool_calls": [c.as_dict() for c in m.tool_calls], "sources": [x.as_dict() for x in m.sources]}
 
 
 def _validated(data: Any) -> tuple[dict, list[dict]]:
@@ -194,6 +201,10 @@ def _validated(data: Any) -> tuple[dict, list[dict]]:
             if not isinstance(calls, list):
                 raise StoreError("tool_calls must be a list")
             m["tool_calls"] = [called.ToolCallRecord.from_dict(c) for c in calls]
+            sources = given.get("sources") or []  # older exports have none
+            if not isinstance(sources, list):
+                raise StoreError("sources must be a list")
+            m["sources"] = [Source.from_dict(x) for x in sources]
         except StoreError as e:
             raise ImportFormatError(f"Bad export: message {i + 1}: {e}.") from None
         for name, allowed in (("role", ROLES), ("status", STATUSES)):

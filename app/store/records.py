@@ -146,10 +146,12 @@ class Message:
     """Tool calls this reply made, with their results (`ToolCallRecord`s), in order."""
     notice: str = ""
     """Shown on a reply: e.g. that earlier messages were left out to fit the context; "" for none."""
+    sources: tuple = ()
+    """Passages of the conversation's library this reply read (`library.Source`s), in order."""
 
     @classmethod
     def from_row(cls, row: dict, version: int = 1, versions: int = 1, attachments: tuple = (),
-                 tool_calls: tuple = ()) -> "Message":
+                 tool_calls: tuple = (), sources: tuple = ()) -> "Message":
         stats = ReplyStats(row["ttft_s"], row["tok_s"], row["prompt_tokens"], row["completion_tokens"])
         ids = row["token_ids"]
         return cls(id=row["id"], conversation_id=row["conversation_id"], position=row["position"],
@@ -161,7 +163,7 @@ class Message:
                    finish_reason=row.get("finish_reason"), version=version, versions=versions,
                    reasoning=row.get("reasoning") or "", reasoning_s=row.get("reasoning_s"),
                    attachments=attachments, tool_calls=tool_calls,
-                   notice=row.get("notice") or "")
+                   notice=row.get("notice") or "", sources=sources)
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,50 @@ def attachment_images(db: Database) -> None:
     db["attachments"].add_column("thumbnail", bytes)
 
 
+@_migration("0011_library")
+def library(db: Database) -> None:
+    """A conversation's library (library.py): documents too large for its context, each file in
+    `library_documents` (where it came from, its size, modification time and content hash, so a
+    change is seen; its `status` and, when indexing failed, why), cut into `library_chunks` (the
+    passage, where it stands: page and heading path, and its embedding `vector` as float32 bytes,
+    searched with numpy), with FTS5 over the chunks' text (porter stemming) for exact words.
+    `message_sources` keeps which passages a reply read, with a copy of each passage's text, so a
+    reply can be re-read after its document was removed or re-indexed (then `chunk_id` is NULL).
+    Self-contained: it only adds tables, so it may be renumbered after other migrations."""
+    db["library_documents"].create(
+        {"id": int, "conversation_id": int, "name": str, "path": str, "media_type": str, "size": int,
+         "modified": float, "content_hash": str, "status": str, "error": str, "chunks": int, "embedder": str,
+         "created_at": float, "updated_at": float},
+        pk="id",
+        foreign_keys=[_cascade("library_documents", "conversation_id", "conversations")],
+        not_null=["conversation_id", "name", "path", "media_type", "size", "status", "error", "chunks",
+                  "created_at", "updated_at"],
+        defaults={"media_type": "text/plain", "size": 0, "status": "indexing", "error": "", "chunks": 0},
+    )
+    db["library_documents"].create_index(["conversation_id", "path"], unique=True)
+    db["library_chunks"].create(
+        {"id": int, "document_id": int, "ordinal": int, "text": str, "page": int, "last_page": int,
+         "heading": str, "tokens": int, "vector": bytes},
+        pk="id",
+        foreign_keys=[_cascade("library_chunks", "document_id", "library_documents")],
+        not_null=["document_id", "ordinal", "text", "heading", "tokens", "vector"],
+        defaults={"heading": "", "tokens": 0},
+    )
+    db["library_chunks"].create_index(["document_id", "ordinal"], unique=True)
+    db["library_chunks"].enable_fts(["text"], create_triggers=True, tokenize="porter")
+    db["message_sources"].create(
+        {"id": int, "message_id": int, "position": int, "chunk_id": int, "name": str, "location": str,
+         "text": str, "score": float},
+        pk="id",
+        foreign_keys=[_cascade("message_sources", "message_id", "messages"),
+                      ForeignKey("message_sources", "chunk_id", "library_chunks", "id", on_delete="SET NULL")],
+        not_null=["message_id", "position", "name", "location", "text"],
+        defaults={"location": ""},
+    )
+    db["message_sources"].create_index(["message_id", "position"], unique=True)
+    db["message_sources"].create_index(["chunk_id"])  # SET NULL on a chunk's delete finds its rows
+
+
 SCHEMA_VERSION = len(MIGRATION_NAMES)
 """The version this code writes."""
 

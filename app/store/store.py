@@ -15,6 +15,7 @@ from . import branches
 from . import tool_calls as called
 from .attachments import Attachment
 from .errors import InvalidValueError, NotFoundError
+from .library import Library
 from .records import (ROLES, STATUSES, Conversation, Message, ReplyStats, SearchHit, check_choice,
                       check_text, sampling_json, token_ids_json)
 from .states import SavedStates
@@ -54,6 +55,8 @@ class Store:
         """Wall-clock seconds used for created/updated/last-used times."""
         self.states = SavedStates(db, Path(states_dir), clock)
         """Saved session state records and their files."""
+        self.library = Library(db, clock)
+        """Each conversation's library: documents, passages and vectors, and replies' sources."""
 
     def close(self) -> None:
         self.db.close()
@@ -173,8 +176,9 @@ class Store:
         branch = branches.shown_branch(self.db, conversation_id)
         ids = [b.row["id"] for b in branch]
         files, calls = attached.for_messages(self.db, ids), called.for_messages(self.db, ids)
+        sources = self.library.sources_for(ids)
         return [Message.from_row(b.row, b.version, b.versions, files.get(b.row["id"], ()),
-                                 calls.get(b.row["id"], ())) for b in branch]
+                                 calls.get(b.row["id"], ()), sources.get(b.row["id"], ())) for b in branch]
 
     def get_message(self, message_id: int) -> Message:
         try:
@@ -184,7 +188,8 @@ class Store:
         ids = [r["id"] for r in branches.siblings(self.db, row)]
         files = attached.for_messages(self.db, [message_id]).get(message_id, ())
         calls = called.for_messages(self.db, [message_id]).get(message_id, ())
-        return Message.from_row(row, ids.index(message_id) + 1, len(ids), files, calls)
+        sources = self.library.sources_for([message_id]).get(message_id, ())
+        return Message.from_row(row, ids.index(message_id) + 1, len(ids), files, calls, sources)
 
     def versions(self, message_id: int) -> list[Message]:
         """A message and its other versions (regenerated replies, edited messages), oldest first."""

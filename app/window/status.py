@@ -14,7 +14,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QStatusBar, QWidget
 
 from app.window.status_parts import PartLabel
-from engine import Capacity, EngineError
+from engine import Capacity, EmbedderMemory, EngineError
 
 REFRESH_MS = 2000
 
@@ -26,6 +26,8 @@ class StatusFigures(PartLabel):
         super().__init__("", parent)
         self.capacity_source: Optional[Callable[[], Capacity]] = None
         """Returns the engine's current capacity (set once a model is loaded)."""
+        self.embedder_memory: Callable[[], Optional[EmbedderMemory]] = lambda: None
+        """What the embedding model of conversations' libraries holds (None until it is loaded)."""
         self._process = psutil.Process()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
@@ -52,6 +54,10 @@ class StatusFigures(PartLabel):
         parts.append(f"App memory {rss}")
         short.append(rss)
         tip.append("App memory: what Confab uses in all (model, conversations, window)")
+        embedder = self.embedder_memory()
+        if embedder is not None:
+            tip.append(f"Embedding model for libraries: {_size(embedder.total)} (weights {_size(embedder.weights)}, "
+                       f"batches up to {_size(embedder.working)}), on its own thread beside the model")
         self.setText(" · ".join(parts), " · ".join(short))
         self.setToolTip("\n".join(tip))
 

@@ -10,6 +10,7 @@ Confab left on users' disks. Run it, and commit the new file, whenever a migrati
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -76,6 +77,19 @@ def build(version: int, path: Path) -> None:
                 "server": "maps", "tool": "find_bakery", "arguments": '{"city": "Lisbon"}', "status": "done",
                 "result": "Pastéis de Belém, Rua de Belém 84", "created_at": t + 1, "updated_at": t + 2})
             db["conversation_servers"].insert({"conversation_id": 1, "server": "maps"})
+        if "0011_library" in MIGRATION_NAMES[:version]:
+            vector = struct.pack("<4f", 0.5, -0.5, 0.5, -0.5)  # a unit vector, as the embedder writes them
+            db["library_documents"].insert({
+                "id": 1, "conversation_id": 1, "name": "guide.md", "path": "/home/ana/trips/guide.md",
+                "media_type": "text/markdown", "size": 120, "modified": t, "content_hash": "ab" * 32,
+                "status": "ready", "error": "", "chunks": 1, "embedder": "bundled:all-minilm-l6-v2",
+                "created_at": t, "updated_at": t})
+            db["library_chunks"].insert({
+                "id": 1, "document_id": 1, "ordinal": 0, "text": "Lisbon › Food\n\nNata tarts are best warm.",
+                "page": None, "last_page": None, "heading": "Lisbon › Food", "tokens": 12, "vector": vector})
+            db["message_sources"].insert({
+                "id": 1, "message_id": 2, "position": 0, "chunk_id": 1, "name": "guide.md", "location": "§Food",
+                "text": "Lisbon › Food\n\nNata tarts are best warm.", "score": 0.032})
         if "0007_reply_notice" in MIGRATION_NAMES[:version]:
             db["messages"].update(2, {"notice": "The conversation was longer than the model's context of 2,048 "
                                                 "tokens: 4 earlier messages from the start left out."})

@@ -14,7 +14,8 @@ from app.store import SCHEMA_VERSION, SchemaTooNewError, open_store, schema_vers
 from app.store.schema import MIGRATION_NAMES
 
 DATA = Path(__file__).parent / "data"
-TABLES = ("conversations", "messages", "saved_states", "attachments")
+TABLES = ("conversations", "messages", "saved_states", "attachments", "library_documents", "library_chunks",
+          "message_sources")
 
 
 def sha256(path):
