@@ -76,7 +76,8 @@ class ConfabApp(QObject):
         self.quick_chat = QuickChat(self.bridge)
         self.tray = Tray(self) if use_tray else None
         self.shortcut = GlobalShortcut(self)
-        self.serving = Serving(self.bridge.route, self.window, lambda: self.settings, self.save_changed_settings)
+        self.serving = Serving(self.bridge.route, self.window, lambda: self.settings, self.save_changed_settings,
+                               self.library.embedder.get)  # /v1/embeddings: the library's one model
         """The local API: its server, status bar part, menu items and Server view."""
         self.local_server = self.serving.server
         self._closed = False

@@ -36,7 +36,7 @@ import logging
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from PySide6.QtCore import QObject, Signal
 
@@ -48,6 +48,7 @@ from app.models.ports import free_port_after, port_in_use
 from app.window.status_parts import LinkPartLabel
 
 if TYPE_CHECKING:
+    from engine import Embedder
     from engine.server import BackgroundServer, EngineHost
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,13 @@ class LocalServer(QObject):
     request_done = Signal(object)
     """A request to the server ended: its `engine.server.RequestEntry` (the Server view lists them)."""
 
-    def __init__(self, route: GuiRoute, parent: Optional[QObject] = None) -> None:
+    def __init__(self, route: GuiRoute, parent: Optional[QObject] = None,
+                 embedder: Optional[Callable[[], "Embedder"]] = None) -> None:
+        """embedder: gives the app's one embedding model when /v1/embeddings first needs it (the
+        library's; None: that route answers 404)."""
         super().__init__(parent)
         self._route = route
+        self._embedder = embedder
         self._lock = threading.Lock()
         self.host: Optional["EngineHost"] = None  # created when the server first starts
         self._engine: Optional[Engine] = None
@@ -177,7 +182,7 @@ class LocalServer(QObject):
 
             with self._lock:
                 if self.host is None:
-                    self.host = EngineHost()
+                    self.host = EngineHost(embedder=self._embedder)
                     self._point(self.host)
             if self.requests is None:
                 self.requests = RequestLog()

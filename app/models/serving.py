@@ -23,6 +23,7 @@ from app.settings.app_settings import AppSettings
 if TYPE_CHECKING:
     from app.models.server_view import ServerView
     from app.window.main_window import MainWindow
+    from engine import Embedder
 
 
 class Serving(QObject):
@@ -30,10 +31,10 @@ class Serving(QObject):
     applies and saves new ones."""
 
     def __init__(self, route: GuiRoute, window: "MainWindow", settings: Callable[[], AppSettings],
-                 change: Callable[[AppSettings], None]) -> None:
+                 change: Callable[[AppSettings], None], embedder: Optional[Callable[[], "Embedder"]] = None) -> None:
         super().__init__(window)
         self._window, self._settings, self._change = window, settings, change
-        self.server = LocalServer(route, self)
+        self.server = LocalServer(route, self, embedder)
         self.view: Optional["ServerView"] = None
         window.add_status_part(self.server.label)
         self.server.label.clicked.connect(self.show_view)

@@ -6,8 +6,9 @@ headless command) loaded. While a model loads there is none, and requests get 50
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Optional
+from typing import Callable, Optional, Union
 
 from .. import Engine
 from ..embeddings import Embedder
@@ -15,17 +16,20 @@ from .errors import no_model, not_found
 from .model_names import ModelNames
 from .pool import SessionPool
 
+log = logging.getLogger(__name__)
+
 
 class EngineHost:
     """Holds the current engine and its session pool; thread-safe."""
 
     def __init__(self, engine: Optional[Engine] = None, session_limit: Optional[int] = None,
-                 embedder: Optional[Embedder] = None) -> None:
+                 embedder: Union[Embedder, Callable[[], Embedder], None] = None) -> None:
         """session_limit: most sessions the server holds on an engine (None: what the engine admits).
-        embedder: the embedding model /v1/embeddings serves (None: that route answers 404); like the
-        engine, it stays the caller's to close."""
+        embedder: the embedding model /v1/embeddings serves (None: that route answers 404), or a
+        function that gives it when a request first needs it (the app's shared one, made on first
+        use); like the engine, it stays the caller's to close."""
         self._lock = threading.Lock()
-        self.embedder = embedder
+        self._embedder = embedder
         self.session_limit = session_limit
         self.names = ModelNames()
         """Which names beyond the model's own a request may use; the server's settings set it."""
@@ -33,6 +37,21 @@ class EngineHost:
         self._status = "no model is loaded"
         if engine is not None:
             self.set_engine(engine)
+
+    @property
+    def embedder(self) -> Optional[Embedder]:
+        """The embedding model, made now if it was given as a function (None when that fails: the
+        route then answers 404, and the log says why)."""
+        given = self._embedder
+        if given is None or isinstance(given, Embedder):
+            return given
+        try:
+            made = given()
+        except Exception as e:  # the bundled model not installed, say: no embeddings, the chat goes on
+            log.warning("no embedding model to serve: %s", e)
+            return None
+        self._embedder = made
+        return made
 
     def set_engine(self, engine: Optional[Engine], status: str = "no model is loaded") -> Optional[threading.Thread]:
         """Serve `engine` from now on (None: answer 503 with `status`, e.g. "loading X").

@@ -60,10 +60,14 @@ def test_the_switch_starts_and_stops_the_server_on_the_apps_engine(qtbot, confab
     headers = {"Authorization": "Bearer k"}
     assert confab.local_server.host.engine is confab.engine  # one copy of the weights: the app's engine
     models = httpx.get(f"{url}/models", headers=headers, timeout=60).json()
-    assert [m["id"] for m in models["data"]] == [str(tiny_models["llama"])]
+    assert models["data"][0]["id"] == str(tiny_models["llama"])  # the chat model first
+    assert [m.get("type") for m in models["data"][1:]] == ["embedding"]  # then the library's embedding model
     reply = httpx.post(f"{url}/chat/completions", headers=headers, timeout=60, json={
         "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "temperature": 0})
     assert reply.status_code == 200
+    vectors = httpx.post(f"{url}/embeddings", headers=headers, timeout=120, json={"input": ["a cat", "a dog"]})
+    assert vectors.status_code == 200 and len(vectors.json()["data"]) == 2
+    assert confab.local_server.host.embedder is confab.library.embedder.get()  # one copy: the library's
 
     confab.local_server.loading("another model")  # what a model switch does first
     during = httpx.get(f"{url}/models", headers=headers, timeout=60)
