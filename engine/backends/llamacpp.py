@@ -214,25 +214,13 @@ class LlamaCppBackend:
             reload_cpu=lambda why: (self.close(), self.load(path, {}, cpu_why=why)))
 
     def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
-        """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS
-        sessions at max_context lowered to what the memory holding the pool has room for (RAM's
-        default budget, the GPU's room beside its layers: llamacpp_offload.pool_budget); never less
-        than one full session."""
+        """(pool tokens, sequences): llamacpp_offload.pool_tokens, and as many sequences as asked for
+        that llama.cpp has ids for (one id is kept for the retired cells)."""
         cfg = self.config
-        most = lc.llama_max_parallel_sequences() - 1  # one id is kept for retired cells
-        n_seq = min(cfg.max_sessions or most, most)
-        budget = offload_plan.pool_budget(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
-                                          capacity.default_budget(self.available_memory()), offload)
-        tokens = budget // per_token
-        if tokens < cfg.max_context:
-            raise CapacityError(
-                f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
-                f"({cfg.max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
-            )
-        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds, but
-        # never below one session at max_context
-        whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
-        return max(whole, tokens // POOL_STEP * POOL_STEP), int(n_seq)
+        most = lc.llama_max_parallel_sequences() - 1
+        tokens = offload_plan.pool_tokens(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
+                                          capacity.default_budget(self.available_memory()), offload, POOL_STEP)
+        return tokens, int(min(cfg.max_sessions or most, most))
 
     def available_memory(self) -> int:
         import psutil
@@ -417,3 +405,4 @@ class LlamaCppBackend:
 
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
         return load_sequence(self, path)
+
