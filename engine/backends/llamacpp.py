@@ -39,6 +39,7 @@ from ..errors import CapacityError, ModelLoadError
 from ..models.gguf_header import read_header
 from . import llamacpp_model as model_meta
 from . import llamacpp_offload as offload_plan
+from . import llamacpp_blocks as blocks
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
 from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, KV_BYTES, POOL_SESSIONS, POOL_STEP, Pool, Seq,
@@ -178,7 +179,7 @@ class LlamaCppBackend:
         self._batch_size = self.config.prefill_chunk + n_seq
         cp.n_batch = self._batch_size
         cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
-        cp.n_seq_max = n_seq + 1  # one more id holds the retired cells (llamacpp_cells.py)
+        cp.n_seq_max = n_seq + 2  # ids for the retired cells (llamacpp_cells.py) and scratch (llamacpp_blocks.py)
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
         # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
@@ -202,6 +203,7 @@ class LlamaCppBackend:
         self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
         self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
         self._free = list(range(n_seq))
+        self.scratch_id = n_seq + 1
         self.cells = CellOrder(ctx, self._mem, self.pool.tokens, retired_id=n_seq,
                                ordered=model_meta.attention_only(self.model))
         return None
@@ -215,9 +217,9 @@ class LlamaCppBackend:
 
     def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
         """(pool tokens, sequences): llamacpp_offload.pool_tokens, and as many sequences as asked for
-        that llama.cpp has ids for (one id is kept for the retired cells)."""
+        that llama.cpp has ids for (two ids are kept: the retired cells', a scratch one)."""
         cfg = self.config
-        most = lc.llama_max_parallel_sequences() - 1
+        most = lc.llama_max_parallel_sequences() - 2
         tokens = offload_plan.pool_tokens(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
                                           capacity.default_budget(self.available_memory()), offload, POOL_STEP)
         return tokens, int(min(cfg.max_sessions or most, most))
@@ -406,3 +408,12 @@ class LlamaCppBackend:
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
         return load_sequence(self, path)
 
+    # Blocks of positions for the prompt cache on disk (engine/prefix_cache/, llamacpp_blocks.py).
+    def kv_layout(self) -> Optional[dict[str, str]]:
+        return blocks.kv_layout(self)
+
+    def read_span(self, seq: Seq, start: int, end: int):
+        return blocks.read_span(self, seq, start, end)
+
+    def write_span(self, seq: Seq, data: bytearray, start: int, end: int) -> bool:
+        return blocks.write_span(self, seq, data, start, end)
