@@ -149,3 +149,20 @@ def test_bad_settings_are_refused_by_name(config):
     with pytest.raises(InvalidRequestError, match=next(iter(config))):
         EngineConfig(**config)
 
+
+@pytest.mark.parametrize("text, size", [("4G", 4 << 30), ("500M", 500 << 20), ("1.5GB", 3 << 29), ("2GiB", 2 << 30),
+                                        ("0", 0), ("1,000,000", 1_000_000), ("64k", 64 << 10)])
+def test_sizes_on_the_command_line(text, size):
+    from engine.cli.options import byte_size
+
+    assert byte_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "big", "-1G", "nan", "4X"])
+def test_a_size_that_is_not_one_is_refused(text):
+    import argparse
+
+    from engine.cli.options import byte_size
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        byte_size(text)
