@@ -20,7 +20,7 @@ from .db import BUSY_TIMEOUT_MS, OpenResult, StoreProblem, open_memory_store, op
 from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyClosedError,
                      SchemaTooNewError, StoreError, StoreReadOnlyError)
 from .export import export_json, export_markdown, import_json
-from .paths import DB_NAME, HOME_ENV, data_dir, database_path, states_dir
+from .paths import DB_NAME, HOME_ENV, data_dir, database_path, prefix_cache_dir, states_dir
 from .records import (CONTEXT_FULL, FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
                       SearchHit)
 from .schema import SCHEMA_VERSION, schema_version
@@ -62,6 +62,7 @@ __all__ = [
     "ToolCallRecord",
     "data_dir",
     "database_path",
+    "prefix_cache_dir",
     "export_json",
     "export_markdown",
     "import_json",
