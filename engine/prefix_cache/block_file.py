@@ -11,7 +11,7 @@ tokens) and the payload's length and CRC-32; the payload is the backend's bytes 
 Why no fsync: this is a cache. A file is written under a temporary name and renamed over its own
 (`os.replace`, atomic), so a crash mid-write leaves only a `.part` file, which is never read and is
 removed later; what a power cut could leave behind a rename (a short or zeroed file) fails the length
-or the checksum when read, and is removed then. Syncing every block (about 6 MB for 256 tokens of the
+or the checksum when read, and is removed then. Syncing every block (about 3 MB for 128 tokens of the
 bundled 135M model) would cost more than writing it.
 """
 

@@ -43,9 +43,12 @@ from .block_file import PART, SUFFIX, BlockError, BlockHead, block_path, read_bl
 
 log = logging.getLogger(__name__)
 
-BLOCK = 256
-"""Tokens per block: what a lookup can miss at most (a prompt is reused up to its last whole block
-below the end). LMCache stores prompts in chunks of the same size."""
+BLOCK = 128
+"""Tokens per block: a prompt is read back up to its last whole cached block, so up to BLOCK - 1 tokens
+of a cached prefix are computed again. Measured on the bundled model (3,000-token prefix, a new
+200-token task, 2 busy cores): blocks of 256 computed 384 tokens after a restart, time to first token
+8.6 s; blocks of 128 computed 256, 7.4 s. Reading the blocks back took 60 and 76 ms (about 1.3 ms a
+block more), writing them 74 and 61 ms: the tokens not computed weigh more. (LMCache's chunks are 256.)"""
 FORMAT = "confab-prefix-cache/1"
 STALE_PART_SECONDS = 3600
 """A `.part` file older than this was left by a crash (a write takes well under a second)."""
