@@ -38,7 +38,7 @@ from app.window.quit_confirm import ask_quit
 from app.resources import app_icon
 from app.settings.app_settings import AppSettings, load_settings, sampling_params, save_settings
 from app.settings.dialog import SettingsDialog
-from app.store import Conversation, data_dir
+from app.store import Conversation, data_dir, prefix_cache_dir
 from app.settings.theme import apply_theme
 from app.quick.tray import Tray
 from app.window.memory import WindowMemory, load_window_memory, save_window_memory
@@ -148,7 +148,9 @@ class ConfabApp(QObject):
         if parse_remote_source(source):
             return replace(self.config, draft_model=None)
         draft = self.config.draft_model or (self.settings.draft_model if self.settings.speculative else None)
-        return replace(load_options(self.home, source).applied_to(self.config), draft_model=draft)
+        return replace(load_options(self.home, source).applied_to(self.config), draft_model=draft,
+                       prefix_cache_dir=str(prefix_cache_dir(self.home)),
+                       prefix_cache_bytes=self.settings.prefix_cache_mb << 20)
 
     def pick_model(self) -> None:
         loaded = display_name(self.engine.model.name) if self.engine is not None else ""

@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                             "API, prefix sharing on and off (wall_s, wall_ratio, identical)")
     bench.add_argument("--agents", action="store_true",
                        help="llama.cpp: 8 agent sessions with one long system prompt, prefix sharing on and off "
-                            "(pool_ratio, warm_ttft_ratio, identical)")
+                            "(pool_ratio, warm_ttft_ratio, identical), then a restart on the same prompt cache "
+                            "(restart_ttft_ratio, restart_identical)")
     bench.add_argument("--agent-prefix-tokens", type=int, default=3000,
                        help="with --agents: the shared system prompt's length (default 3000)")
     bench.add_argument("--agent-task-tokens", type=int, default=200,

@@ -218,6 +218,13 @@ class Engine:
         return self._images_reason
 
     @property
+    def prefix_cache_reason(self) -> str:
+        """Whether and where prompts are cached on disk (EngineConfig.prefix_cache_dir) and how full
+        that is, or why not, in one line: "on: /path (0.42 of 4.0 GiB used)", "off: …"."""
+        cache = self._worker.prefix_cache  # read from this thread: two numbers, at worst a block behind
+        return f"on: {cache.describe()}" if cache is not None else self._worker.prefix_cache_reason
+
+    @property
     def tool_format(self) -> str:
         """How this model writes tool calls ("hermes", "llama3" or "mistral"), read from its template."""
         return self._codec.tool_format

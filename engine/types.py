@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -56,6 +57,13 @@ class EngineConfig:
     """llama.cpp: a new turn whose prompt starts with tokens another live session holds shares those
     cells instead of computing them again (engine/prefix_share.py); the same tokens either way."""
 
+    prefix_cache_dir: Optional[str | os.PathLike] = None
+    """llama.cpp: a folder where prompts' K/V are kept in blocks (engine/prefix_cache/), so a new turn,
+    after a restart too, reads back the longest prefix of its prompt found there instead of computing
+    it; the same tokens either way. None: no prompt cache (the app and `serve` give one)."""
+    prefix_cache_bytes: int = 4 << 30
+    """Most bytes that folder may hold; the least recently used blocks go first. 0 turns the cache off."""
+
     mmproj: Optional[str] = None
     """llama.cpp: the vision projector (an `mmproj` .gguf) that lets the model read images in messages.
     None: an `mmproj*.gguf` beside the model file, if there is one (how LM Studio and the Hugging Face
@@ -94,6 +102,11 @@ class EngineConfig:
         if self.gpu_layers is not None and not (_is_int(self.gpu_layers) and self.gpu_layers >= 0):
             raise InvalidRequestError(f"gpu_layers must be a whole number of layers (0 or more) or None for "
                                       f"as many as fit, not {self.gpu_layers!r}")
+        if self.prefix_cache_dir is not None and not isinstance(self.prefix_cache_dir, (str, os.PathLike)):
+            raise InvalidRequestError(f"prefix_cache_dir must be a folder path or None, not {self.prefix_cache_dir!r}")
+        if not (_is_int(self.prefix_cache_bytes) and self.prefix_cache_bytes >= 0):
+            raise InvalidRequestError(f"prefix_cache_bytes must be a whole number of bytes (0 turns the cache off), "
+                                      f"not {self.prefix_cache_bytes!r}")
         if self.mmproj is not None and not isinstance(self.mmproj, str):
             raise InvalidRequestError(f"mmproj must be a path string, '' or None, not {self.mmproj!r}")
         if self.threads is not None and not (_is_int(self.threads) and self.threads >= 1):

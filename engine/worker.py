@@ -21,6 +21,7 @@ from .handle import Failed
 from .steps import Job, Slot
 from .kv_room import Room
 from .prefix_share import common_prefix, take_shared_prefix
+from .prefix_cache import open_cache, save_prompt_blocks, take_cached_prefix
 from .together import Together
 from .images import span_floor
 from .types import Chunk, GenerationStats
@@ -64,6 +65,8 @@ class Worker:
         """A small model of the same vocabulary that guesses tokens (engine/drafts/draft_model.py), if loaded."""
         self.vocab_size = 0
         self.load_seconds = 0.0
+        self.prefix_cache, self.prefix_cache_reason = open_cache(backend, model, config)
+        """Prompts' K/V in blocks on disk (engine/prefix_cache/), or None, and in words where or why not."""
 
     # -- sessions ----------------------------------------------------------------------------------
     def open_session(self, session: "Session", restore_from: Optional[Path]) -> None:
@@ -207,6 +210,7 @@ class Worker:
                 self.drop_state(slot)
                 keep = 0
         keep = take_shared_prefix(self, slot, prompt, keep)
+        keep = take_cached_prefix(self, slot, prompt, keep)  # what neither the pool nor the slot holds
         job.pending = prompt[keep:]
         session._tokens = tuple(prompt[:keep])
         slot.job = job
@@ -324,7 +328,8 @@ class Worker:
             job.constraint_s += time.perf_counter() - began
         job.generated.append(token)
         session._tokens = tuple(slot.fed) + (token,)
-        if job.first_token_at is None:
+        first = job.first_token_at is None
+        if first:
             job.first_token_at = time.perf_counter()
         if token in self.codec.stop_ids and not job.params.ignore_stop:
             self._end_job(slot, "stop", (token,))
@@ -334,6 +339,8 @@ class Worker:
             self._end_job(slot, "length", (token,), job.decoder.step(token))
         else:
             job.out.put(job.chunk(job.decoder.step(token), (token,), logprobs=job.logprobs))
+        if first and self.prefix_cache is not None:  # the prompt is read and its first token is out
+            save_prompt_blocks(self, slot, job.prompt)
 
     def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None:
         job, slot.job = slot.job, None

@@ -36,6 +36,7 @@ REPEAT_PENALTY_RANGE = (1.0, 2.0)
 REPEAT_LAST_N_RANGE = (-1, 32768)
 PENALTY_RANGE = (-2.0, 2.0)
 STATE_BUDGET_MB_RANGE = (64, 1 << 20)
+PREFIX_CACHE_MB_RANGE = (0, 1 << 20)
 API_PORT_RANGE = (1024, 65535)
 
 
@@ -74,6 +75,9 @@ class AppSettings:
     """A small .gguf of the loaded model's vocabulary that also guesses tokens ("" for none; llama.cpp)."""
     state_budget_mb: int = 2048
     """MiB of disk that saved session states may use before the oldest are deleted."""
+    prefix_cache_mb: int = 4096
+    """MiB of disk for prompts' K/V (llama.cpp), so a long prompt seen before is read back rather than
+    computed, after a restart too; least recently used first, 0 turns it off. Applies at the next load."""
     close_to_tray: bool = False
     """Closing the window hides it to the tray icon instead of quitting (needs a tray)."""
     menubar_only: bool = False
@@ -113,6 +117,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "presence_penalty": PENALTY_RANGE,
     "frequency_penalty": PENALTY_RANGE,
     "state_budget_mb": STATE_BUDGET_MB_RANGE,
+    "prefix_cache_mb": PREFIX_CACHE_MB_RANGE,
     "api_port": API_PORT_RANGE,
 }
 _DEFAULTS = AppSettings()

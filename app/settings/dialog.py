@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox,
 
 from app.settings.draft_model_row import DraftModelRow
 from app.settings.local_server_settings import LocalServerGroup
-from app.settings.app_settings import FONT_SIZE_RANGE, STATE_BUDGET_MB_RANGE, THEMES, AppSettings
+from app.settings.app_settings import (FONT_SIZE_RANGE, PREFIX_CACHE_MB_RANGE, STATE_BUDGET_MB_RANGE, THEMES,
+                                       AppSettings)
 from app.settings.sampling_fields import FIELDS
 
 NO_TRAY_TEXT = "This system has no tray icon area"
@@ -151,6 +152,17 @@ class SettingsDialog(QDialog):
         self.state_budget.setValue(s.state_budget_mb)
         form.addRow("Data folder:", row)
         form.addRow("Saved-state &budget:", self.state_budget)
+        self.prefix_cache = named(QSpinBox(), "Prompt cache",
+                                  "Disk space for prompts the model has read (llama.cpp), so a long prompt seen "
+                                  "before is read back instead of computed, after a restart too; the least "
+                                  "recently used go first. Off at 0. Applies when a model loads.")
+        self.prefix_cache.setRange(*PREFIX_CACHE_MB_RANGE)
+        self.prefix_cache.setSingleStep(1024)
+        self.prefix_cache.setSuffix(" MiB")
+        self.prefix_cache.setSpecialValueText("Off")
+        self.prefix_cache.setGroupSeparatorShown(True)
+        self.prefix_cache.setValue(s.prefix_cache_mb)
+        form.addRow("Prompt cache on di&sk:", self.prefix_cache)
         self.keep_attachment_files = named(
             QCheckBox("&Keep a copy of attached files"), "Keep a copy of attached files",
             "Store each attached file itself (up to 64 MB) with its message, besides the text sent to "
@@ -221,6 +233,7 @@ class SettingsDialog(QDialog):
             speculative=self.speculative.isChecked(),
             draft_model=self.draft_model.value(),
             state_budget_mb=self.state_budget.value(),
+            prefix_cache_mb=self.prefix_cache.value(),
             close_to_tray=self.close_to_tray.isChecked() if self.close_to_tray.isEnabled()
             else self._settings.close_to_tray,
             menubar_only=self.menubar_only.isChecked() if self.menubar_only.isEnabled()

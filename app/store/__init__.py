@@ -21,7 +21,7 @@ from .errors import (ImportFormatError, InvalidValueError, NotFoundError, ReplyC
                      SchemaTooNewError, StoreError, StoreReadOnlyError)
 from .library import DOCUMENT_STATUSES, ChunkRow, Library, LibraryDocument, Passage, Source
 from .export import export_json, export_markdown, import_json
-from .paths import DB_NAME, HOME_ENV, data_dir, database_path, states_dir
+from .paths import DB_NAME, HOME_ENV, data_dir, database_path, prefix_cache_dir, states_dir
 from .records import (CONTEXT_FULL, FINAL_STATUSES, ROLES, STATUSES, Conversation, Message, ReplyStats, SavedState,
                       SearchHit)
 from .schema import SCHEMA_VERSION, schema_version
@@ -69,6 +69,7 @@ __all__ = [
     "ToolCallRecord",
     "data_dir",
     "database_path",
+    "prefix_cache_dir",
     "export_json",
     "export_markdown",
     "import_json",

@@ -1,4 +1,4 @@
-"""Where Confab keeps its data: one folder holding `confab.db` and a `states/` folder.
+"""Where Confab keeps its data: one folder holding `confab.db`, a `states/` folder and the prompt cache.
 
 The folder is `$CONFAB_HOME` when that is set (tests and portable installs use it), else the
 platform's user data folder for "Confab" (platformdirs).
@@ -17,6 +17,8 @@ DB_NAME = "confab.db"
 """File name of the one database."""
 STATES_DIR_NAME = "states"
 """Folder, inside the data folder, holding saved session state files."""
+PREFIX_CACHE_DIR_NAME = "prompt-cache"
+"""Folder, inside the data folder, where the engine keeps prompts' K/V (EngineConfig.prefix_cache_dir)."""
 
 
 def data_dir() -> Path:
@@ -35,3 +37,8 @@ def database_path(home: Path | None = None) -> Path:
 def states_dir(home: Path | None = None) -> Path:
     """The saved-state folder inside `home` (default: `data_dir()`); not created here."""
     return (home if home is not None else data_dir()) / STATES_DIR_NAME
+
+
+def prefix_cache_dir(home: Path | None = None) -> Path:
+    """The engine's prompt cache inside `home` (default: `data_dir()`); a cache, safe to delete."""
+    return (home if home is not None else data_dir()) / PREFIX_CACHE_DIR_NAME

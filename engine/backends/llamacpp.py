@@ -41,6 +41,7 @@ from ..kv_cache_type import kv_element_bytes
 from ..models.gguf_header import read_header
 from . import llamacpp_model as model_meta
 from . import llamacpp_offload as offload_plan
+from . import llamacpp_blocks as blocks
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
 from .llamacpp_library import (CACHE_GGML_TYPES, DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
@@ -187,7 +188,7 @@ class LlamaCppBackend:
         self._batch_size = self.config.prefill_chunk + n_seq
         cp.n_batch = self._batch_size
         cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
-        cp.n_seq_max = n_seq + 1  # one more id holds the retired cells (llamacpp_cells.py)
+        cp.n_seq_max = n_seq + 2  # ids for the retired cells (llamacpp_cells.py) and scratch (llamacpp_blocks.py)
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.kv_unified = True
         cp.type_k, cp.type_v = CACHE_GGML_TYPES[k_type], CACHE_GGML_TYPES[v_type]
@@ -212,6 +213,7 @@ class LlamaCppBackend:
         self._batch = lc.llama_batch_init(self._batch_size, 0, 1)
         self.pool = Pool(int(lc.llama_n_ctx(ctx)), per_token, n_seq, self.config.max_context)
         self._free = list(range(n_seq))
+        self.scratch_id = n_seq + 1
         self.cells = CellOrder(ctx, self._mem, self.pool.tokens, retired_id=n_seq,
                                ordered=model_meta.attention_only(self.model))
         return None
@@ -224,25 +226,13 @@ class LlamaCppBackend:
             reload_cpu=lambda why: (self.close(), self.load(path, {}, cpu_why=why)))
 
     def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
-        """(pool tokens, sequences): memory_budget's worth of tokens when given, else POOL_SESSIONS
-        sessions at max_context lowered to what the memory holding the pool has room for (RAM's
-        default budget, the GPU's room beside its layers: llamacpp_offload.pool_budget); never less
-        than one full session."""
+        """(pool tokens, sequences): llamacpp_offload.pool_tokens, and as many sequences as asked for
+        that llama.cpp has ids for (two ids are kept: the retired cells', a scratch one)."""
         cfg = self.config
-        most = lc.llama_max_parallel_sequences() - 1  # one id is kept for retired cells
-        n_seq = min(cfg.max_sessions or most, most)
-        budget = offload_plan.pool_budget(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
-                                          capacity.default_budget(self.available_memory()), offload)
-        tokens = budget // per_token
-        if tokens < cfg.max_context:
-            raise CapacityError(
-                f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
-                f"({cfg.max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
-            )
-        # llama.cpp sizes the cache in steps of POOL_STEP cells: round down, so the budget holds, but
-        # never below one session at max_context
-        whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
-        return max(whole, tokens // POOL_STEP * POOL_STEP), int(n_seq)
+        most = lc.llama_max_parallel_sequences() - 2
+        tokens = offload_plan.pool_tokens(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
+                                          capacity.default_budget(self.available_memory()), offload, POOL_STEP)
+        return tokens, int(min(cfg.max_sessions or most, most))
 
     def available_memory(self) -> int:
         import psutil
@@ -427,3 +417,13 @@ class LlamaCppBackend:
 
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
         return load_sequence(self, path)
+
+    # Blocks of positions for the prompt cache on disk (engine/prefix_cache/, llamacpp_blocks.py).
+    def kv_layout(self) -> Optional[dict[str, str]]:
+        return blocks.kv_layout(self)
+
+    def read_span(self, seq: Seq, start: int, end: int):
+        return blocks.read_span(self, seq, start, end)
+
+    def write_span(self, seq: Seq, data: bytearray, start: int, end: int) -> bool:
+        return blocks.write_span(self, seq, data, start, end)

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..errors import CapacityError
+
 RESERVE = 512 << 20
 """GPU bytes left free for what llama.cpp does not count up front: cuBLAS's workspace, CUDA graphs,
 the driver's own allocations during the first steps."""
@@ -190,3 +192,21 @@ def pool_budget(per_token: int, max_context: int, sessions: int, memory_budget: 
         gpu = offload.pool_tokens * per_token
         return gpu if offload.whole else min(wanted, ram_budget, gpu)
     return min(ram_budget, wanted)
+
+
+def pool_tokens(per_token: int, max_context: int, sessions: int, memory_budget: Optional[int], ram_budget: int,
+                offload: Optional[Offload], step: int) -> int:
+    """The pool's size in tokens: memory_budget's worth when given, else `sessions` sessions at
+    max_context lowered to what the memory holding the pool has room for (`pool_budget`), in whole
+    `step`s of cells (llama.cpp's padding), never less than one session; CapacityError when the
+    budget cannot hold one session."""
+    budget = pool_budget(per_token, max_context, sessions, memory_budget, ram_budget, offload)
+    tokens = budget // per_token
+    if tokens < max_context:
+        raise CapacityError(
+            f"the memory budget ({budget / 2**20:.1f} MiB) cannot hold one session "
+            f"({max_context * per_token / 2**20:.1f} MiB at max_context); raise memory_budget or lower max_context"
+        )
+    # round down, so the budget holds, but never below one session at max_context
+    whole = -(-max_context // step) * step
+    return max(whole, tokens // step * step)

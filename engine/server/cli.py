@@ -7,7 +7,7 @@ import sys
 from typing import Optional
 
 from .. import Engine, EngineConfig
-from ..cli.options import add_gpu_layers, add_kv_cache
+from ..cli.options import add_gpu_layers, add_kv_cache, add_prefix_cache
 from ..embeddings import DEFAULT_EMBEDDING_MODEL, Embedder
 from ..errors import EngineError, ModelLoadError
 from ..models import DEFAULT_MODEL
@@ -53,8 +53,16 @@ def add_parser(sub) -> None:
                             "a sentence-embedding folder or .gguf; none: no embeddings)")
     add_gpu_layers(serve)
     add_kv_cache(serve)
+    add_prefix_cache(serve, str(prefix_cache_dir()))
     serve.add_argument("--bench", action="store_true", help="measure HTTP vs in-process serving and exit")
     serve.add_argument("--json", action="store_true", help="with --bench: print the figures as one JSON object")
+
+
+def prefix_cache_dir():
+    """Where `serve` keeps prompts' K/V by default: beside converted models, in the user cache folder."""
+    from ..models import cache_dir
+
+    return cache_dir() / "prefix-cache"
 
 
 def context_size(text: str):
@@ -111,7 +119,9 @@ def run_serve(args: argparse.Namespace) -> int:
                               max_context=_context_for(args.model, args.max_context),
                               max_sessions=args.max_sessions, speculative=getattr(args, "speculative", True),
                               draft_model=args.draft_model, gpu_layers=getattr(args, "gpu_layers", None),
-                              cache_type_k=args.cache_type_k, cache_type_v=args.cache_type_v)
+                              cache_type_k=args.cache_type_k, cache_type_v=args.cache_type_v,
+                              prefix_cache_dir=getattr(args, "prefix_cache_dir", None),
+                              prefix_cache_bytes=getattr(args, "prefix_cache_size", 0))
         engine = Engine.load(args.model, config)
     except EngineError as e:
         if embedder is not None:
@@ -171,6 +181,7 @@ def _announce_when_started(server, args: argparse.Namespace, engine: Engine, emb
             if engine.draft_model:
                 print(f"drafting with {engine.draft_model}", flush=True)
             print(context_line(engine), flush=True)
+            print(f"prompt cache {engine.prefix_cache_reason}", flush=True)
             if embedder is not None:
                 print(f"embeddings: {embedder.source} ({embedder.dimensions} dimensions, loaded on first use)",
                       flush=True)

@@ -61,3 +61,17 @@ def test_a_state_saved_with_one_cache_type_is_refused_by_another_in_words(make_e
     with pytest.raises(StateFileError, match="f16/f16 .*this engine caches q8_0/f16"):
         q8.open_session(restore_from=tmp_path / "s.state")
     assert f16.open_session(restore_from=tmp_path / "s.state").tokens == session.tokens
+
+
+def test_prompt_cache_blocks_are_read_only_by_an_engine_of_the_same_cache_type(make_engine, source, tmp_path):
+    prompt = prompt_ids(make_engine(source, "llamacpp", max_context=512), " ".join(PROMPTS) * 12)[:400]
+    cache = {"prefix_cache_dir": str(tmp_path / "prompts"), "prefix_cache_bytes": 1 << 30}
+
+    def read(**config) -> int:
+        engine = make_engine(source, "llamacpp", max_context=512, **config, **cache)
+        chunks = list(engine.open_session().generate(prompt, GREEDY))
+        return chunks[-1].stats.prefilled_tokens
+
+    assert read() == len(prompt)  # written by an f16 engine
+    assert read(cache_type_k="q8_0") == len(prompt), "a q8_0 engine read f16 blocks"
+    assert read() < len(prompt) // 2  # the same type reads them back

@@ -114,4 +114,6 @@ def test_bench_agents_reports_the_ratios(tiny_q4_gguf):
     assert {"pool_ratio", "warm_ttft_ratio", "restart_ttft_ratio"} <= set(figures)
     assert figures["identical"] is True
     assert figures["pool_ratio"] < figures["pool_ratio_without_sharing"]
-    assert figures["restart_ttft_ratio"] is None and "not cached on disk" in figures["restart_ttft_ratio_reason"]
+    assert figures["restart_identical"] is True
+    assert figures["restart_prefilled_tokens"] <= 20 + 300 - 256, "the restarted engine read the prefix's block"
+    assert figures["restart_ttft_ratio"] > 0

@@ -85,3 +85,4 @@ def test_serve_help_names_the_switches(capsys):
         main(["serve", "--help"])
     out = capsys.readouterr().out
     assert "--model-alias NAME=TARGET" in out and "--any-model-name" in out
+    assert "--prefix-cache-dir DIR" in out and "--prefix-cache-size SIZE" in out and "(default 4G)" in out

@@ -87,6 +87,8 @@ def test_the_choice_is_remembered_and_loads_after_a_restart(qtbot, qapp, tmp_pat
         config = loads[-1][1] if loads else confab._config_for(source)
         assert (config.max_context, config.threads) == (2048, 1)
         assert confab._config_for(DEFAULT_MODEL).max_context == 4096, "another model keeps the default"
+        assert (config.prefix_cache_dir, config.prefix_cache_bytes) == (str(home / "prompt-cache"), 4096 << 20), \
+            "prompts are cached in the data folder, within Settings' cap"
         confab.shutdown()
 
 

@@ -51,17 +51,19 @@ def test_settings_dialog_returns_edited_values(qtbot, tmp_path):
     dialog.top_p.setValue(0.9)
     dialog.max_tokens.setValue(1500)
     dialog.state_budget.setValue(4096)
+    dialog.prefix_cache.setValue(0)
+    assert dialog.prefix_cache.text() == "Off"
     tick(qtbot, dialog.close_to_tray)
     result = dialog.result_settings()
     assert result == AppSettings(theme="dark", font_size=15, temperature=0.25, top_p=0.9, max_tokens=1500,
-                                 state_budget_mb=4096, close_to_tray=True, last_model="/m")
+                                 state_budget_mb=4096, prefix_cache_mb=0, close_to_tray=True, last_model="/m")
     assert dialog.data_folder.isReadOnly() and dialog.data_folder.text() == str(tmp_path)
     assert_all_named(dialog)
 
 
 def test_settings_dialog_shows_current_values(qtbot, tmp_path):
     s = AppSettings(theme="light", font_size=9, temperature=1.5, top_p=0.5, max_tokens=64, state_budget_mb=128,
-                    close_to_tray=True)
+                    prefix_cache_mb=1024, close_to_tray=True)
     dialog = SettingsDialog(s, tmp_path, tray_available=True)
     qtbot.addWidget(dialog)
     assert dialog.result_settings() == s

@@ -10,7 +10,7 @@ import pytest
 from app.settings.app_settings import AppSettings, load_settings, sampling_params, save_settings, settings_path
 
 EDITED = AppSettings(theme="dark", font_size=14, temperature=0.3, top_p=0.9, max_tokens=2048,
-                     state_budget_mb=512, close_to_tray=True, menubar_only=True, last_model="/models/a, b/q.gguf")
+                     state_budget_mb=512, prefix_cache_mb=0, close_to_tray=True, menubar_only=True, last_model="/models/a, b/q.gguf")
 
 
 def test_missing_file_gives_defaults(tmp_path):
