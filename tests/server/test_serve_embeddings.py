@@ -42,8 +42,9 @@ def test_serve_answers_embeddings_by_default(tiny_models):
         line = process.stdout.readline()
         assert "serving" in line, process.stderr.read()
         url = line.split(" at ")[-1].strip()
-        assert process.stdout.readline().startswith("context ")  # what the context costs, then embeddings
-        assert DEFAULT_EMBEDDING_MODEL in process.stdout.readline()
+        assert process.stdout.readline().startswith("context ")  # what the context costs
+        assert process.stdout.readline().startswith("prompt cache ")  # where prompts are cached (or why not)
+        assert DEFAULT_EMBEDDING_MODEL in process.stdout.readline()  # then embeddings
         models = httpx.get(f"{url}/models", timeout=60).json()["data"]
         assert [m["id"] for m in models] == [str(tiny_models["llama"]), DEFAULT_EMBEDDING_MODEL]
         assert models[1]["embedding"]["loaded"] is False
