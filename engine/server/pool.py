@@ -35,6 +35,11 @@ POOLED_PREFIX = "pool-"
 SIMILARITY = 0.5
 """Share of a pooled session's tokens a prompt must keep for that session to be reused while there
 is room for a new one (llama.cpp's server uses a similar threshold when it picks a slot)."""
+SHARING_SIMILARITY = 0.9
+"""The same where the engine shares prefixes: a new session then takes the common prefix's cells at
+no cost, so an idle session is reused only for what continues it. Otherwise a sub-agent that starts
+on its parent's system prompt would take the parent's session and cut its history (`bench
+--agent-loop`: the parent's next request then read 1,399 tokens again, 39 s instead of 5)."""
 
 
 @dataclass(eq=False)
@@ -99,7 +104,8 @@ class SessionPool:
                 # Reuse it if that keeps most of what it holds, or if no other session fits: every
                 # chat shares the template's opening, and that alone must not wipe another
                 # client's warm conversation while there is room for a new session.
-                if shared >= SIMILARITY * len(best.session.tokens) or not self._room():
+                similar = SHARING_SIMILARITY if getattr(self.engine, "shares_prefixes", False) else SIMILARITY
+                if shared >= similar * len(best.session.tokens) or not self._room():
                     best.leased = True
                     return best
             key = name if name is not None else f"{POOLED_PREFIX}{next(self._ids)}"

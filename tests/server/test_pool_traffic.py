@@ -79,3 +79,33 @@ def test_idle_named_sessions_park_for_new_requests_and_continue_as_before(serve,
     finally:
         reference.close()
 
+
+@pytest.mark.parametrize("share", [True, False], ids=["sharing", "not-sharing"])
+def test_a_sub_agent_on_its_parents_system_prompt_leaves_the_parents_session_whole(serve, tiny_gguf, share):
+    """Where the engine shares prefixes, a sub-agent with its parent's system prompt opens a session
+    of its own (taking the prefix's cells) instead of the parent's idle one, so the parent's next
+    request finds its whole history; without sharing, reusing the parent's cells is still cheaper."""
+    engine = Engine.load(str(tiny_gguf), EngineConfig(backend="llamacpp", max_context=512, max_sessions=4,
+                                                      share_prefixes=share))
+    try:
+        sdk = client(serve(engine))
+        system = {"role": "system", "content": " ".join(f"rule{i}" for i in range(70))}  # ~230 tokens
+
+        def ask(messages):
+            return sdk.chat.completions.create(model=engine.source, temperature=0, max_tokens=8, messages=messages)
+
+        task = "Fix the parser: " + " ".join(f"step{i}" for i in range(25))  # ~80 tokens of its own
+        parent = [system, {"role": "user", "content": task}]
+        first = ask(parent)
+        sub = ask([system, {"role": "user", "content": "List the callers."}])
+        assert sub.usage.prompt_tokens_details.cached_tokens > 200, "the system prompt is not read again"
+        follow = parent + [{"role": "assistant", "content": first.choices[0].message.content},
+                           {"role": "user", "content": "Now run the tests."}]
+        again = ask(follow)
+        kept = again.usage.prompt_tokens_details.cached_tokens
+        if share:
+            assert kept >= first.usage.prompt_tokens - 2, "the parent's history was cut by the sub-agent"
+        else:
+            assert kept < first.usage.prompt_tokens - 2  # the old trade: one session, its tail read again
+    finally:
+        engine.close()
