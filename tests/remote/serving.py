@@ -24,8 +24,9 @@ class ServeProcess:
     """One `engine serve` subprocess. `start()` waits until it prints its URL."""
 
     def __init__(self, model: str, *, port: Optional[int] = None, api_key: Optional[str] = None,
-                 max_context: int = 1024) -> None:
+                 max_context: int = 1024, backend: str = "torch") -> None:
         self.model = model
+        self.backend = backend
         self.port = port or free_port()
         self.api_key = api_key
         self.max_context = max_context
@@ -33,8 +34,9 @@ class ServeProcess:
         self.url = f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "ServeProcess":
-        command = [sys.executable, "-m", "engine", "serve", "--model", self.model, "--backend", "torch",
-                   "--dtype", "float32", "--max-context", str(self.max_context), "--port", str(self.port)]
+        command = [sys.executable, "-m", "engine", "serve", "--model", self.model, "--backend", self.backend,
+                   "--max-context", str(self.max_context), "--port", str(self.port)]
+        command += ["--dtype", "float32"] if self.backend == "torch" else []
         if self.api_key:
             command += ["--api-key", self.api_key]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
