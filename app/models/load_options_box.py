@@ -142,6 +142,7 @@ class LoadOptionsBox(QWidget):
     def options(self) -> LoadOptions:
         """The choices shown (GPU layers only where the build has a GPU)."""
         layers = self.gpu_layers.value() if self.gpu_layers.isVisibleTo(self) else None
-        k, v = self.kv_cache.types() if self.kv_cache.types() != ("f16", "f16") else (None, None)  # the default
+        chosen = self.kv_cache.types()
+        k, v = chosen if chosen != ("f16", "f16") else (None, None)  # the default: left to the command line
         return LoadOptions(max_context=self.context.value(), gpu_layers=layers,
                            threads=self.threads.value() or None, mmproj=self.mmproj, cache_type_k=k, cache_type_v=v)

@@ -66,14 +66,10 @@ def estimate_memory(source: str, max_context: int = 4096, dtype: str = "auto", c
     if kind == "folder" and backends.default_backend() == "torch" and (origin := gguf_source(path)):
         kind, path = "gguf", origin  # a converted folder: torch reads its weights from the .gguf
     if kind == "gguf":
-        estimate = _from_gguf(path, name, max_context, dtype)
-        if backends.choose("auto", "gguf")[0] != "llamacpp":
-            return estimate
         # llama.cpp caches float16 keys and values whatever the weights' dtype, or the types chosen
-        config = dict(_gguf_facts(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns)[0])
-        f16 = _per_session(config, "float16", max_context)
-        share = (kv_element_bytes(cache_type_k) + kv_element_bytes(cache_type_v)) / 4
-        return replace(estimate, bytes_per_session=math.ceil(f16 * share))
+        kv_share = ((kv_element_bytes(cache_type_k) + kv_element_bytes(cache_type_v)) / 4
+                    if backends.choose("auto", "gguf")[0] == "llamacpp" else None)
+        return _from_gguf(path, name, max_context, dtype, kv_share)
     return replace(_from_folder(path, max_context, dtype), name=name)
 
 
@@ -134,7 +130,8 @@ def _loaded_bytes(key: str, shape: list[int], st_dtype: str, dtype: str, quantiz
     return count * (_ST_BYTES.get(st_dtype, 4) if keep else DTYPE_BYTES[dtype])
 
 
-def _from_gguf(path: Path, name: str, max_context: int, dtype: str) -> MemoryEstimate:
+def _from_gguf(path: Path, name: str, max_context: int, dtype: str, kv_share: Optional[float] = None) -> MemoryEstimate:
+    """kv_share: on llama.cpp, the K/V cache's bytes as a share of float16's (None: K/V in `dtype`)."""
     stat = path.stat()
     config_items, elements, int4_elements = _gguf_facts(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if backends.default_backend() == "mlx":  # MLX loads the dequantized float16 folder, all in `dtype`
@@ -142,7 +139,10 @@ def _from_gguf(path: Path, name: str, max_context: int, dtype: str) -> MemoryEst
     # torch keeps Q4_0/Q4_1/Q4_K tensors 4-bit (half a byte per weight plus a bfloat16 scale and zero
     # per 32) and dequantizes the rest into `dtype`.
     weights = (elements - int4_elements) * DTYPE_BYTES[dtype] + int4_elements * INT4_BYTES_PER_32 // 32
-    return MemoryEstimate(weights, _per_session(dict(config_items), dtype, max_context), max_context, name)
+    if kv_share is None:
+        return MemoryEstimate(weights, _per_session(dict(config_items), dtype, max_context), max_context, name)
+    per_session = math.ceil(_per_session(dict(config_items), "float16", max_context) * kv_share)
+    return MemoryEstimate(weights, per_session, max_context, name)
 
 
 @functools.lru_cache(maxsize=16)
