@@ -7,17 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app.conversations import AllSessionsBusyError, ConversationManager
-from app.store import open_memory_store
 from engine import SamplingParams
 from engine.errors import CapacityError
 from tests.app.engine_fixtures import GREEDY, make_engine, reply_ids  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 def _turns(n: int) -> list[str]:

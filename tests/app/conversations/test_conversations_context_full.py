@@ -9,19 +9,12 @@ import dataclasses
 import pytest
 
 from app.conversations import ConversationManager
-from app.store import CONTEXT_FULL, open_memory_store
+from app.store import CONTEXT_FULL
 from engine.errors import ContextOverflowError
 from tests.app.engine_fixtures import GREEDY, make_engine  # noqa: F401 (fixture)
 
 CONTEXT = 96
 LONG = dataclasses.replace(GREEDY, max_tokens=512)  # the limit is far away: the context ends the reply
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 @pytest.fixture

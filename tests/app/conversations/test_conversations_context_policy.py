@@ -6,18 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.conversations import ConversationManager, chat_messages
-from app.store import open_memory_store
 from engine.errors import ContextOverflowError
 from tests.app.engine_fixtures import GREEDY, make_engine  # noqa: F401 (fixture)
 
 CONTEXT = 128
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 @pytest.fixture

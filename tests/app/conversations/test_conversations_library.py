@@ -10,7 +10,7 @@ import pytest
 from app.conversations import ConversationManager, chat_messages
 from app.conversations.sources import MORE, NOT_SEARCHED, TOP, sources_block, with_sources
 from app.library.indexing import index_document, stored
-from app.store import Source, open_memory_store
+from app.store import Source
 from engine import ModelLoadError
 from tests.app.engine_fixtures import GREEDY, make_engine  # noqa: F401 (fixture)
 from tests.app.library_fixtures import QUESTION, embedder, manual_pdf  # noqa: F401 (fixtures)
@@ -22,13 +22,6 @@ CONTEXT = 4096
 def indexed(manual_pdf, embedder):
     """The PDF cut and embedded once for the module (the slow part: about a hundred passages)."""
     return index_document(manual_pdf, embedder.get())
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.engine_fixtures import make_engine  # noqa: F401 (fixture)
-from tests.app.conversations.test_conversations_restore import (  # noqa: F401 (fixture and tests, run here on llama.cpp)
-    store,
+from tests.app.conversations.test_conversations_restore import (  # noqa: F401 (tests, run here on llama.cpp)
     test_restore_after_a_restart_of_the_engine,
     test_suspended_and_restored_conversation_continues_with_the_same_greedy_tokens,
 )

@@ -9,7 +9,7 @@ import pytest
 from app.conversations import ConversationManager
 from engine import SamplingParams
 from tests.app.engine_fixtures import make_engine, reply_ids  # noqa: F401 (fixture)
-from tests.app.conversations.test_conversations_llamacpp import store, tiny_models  # noqa: F401 (fixtures)
+from tests.app.conversations.test_conversations_llamacpp import tiny_models  # noqa: F401 (fixture)
 from tests.conftest import HEAD_DIM
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed: the llamacpp backend cannot run")

@@ -4,22 +4,12 @@ conversation's Think switch reaches the model."""
 
 from __future__ import annotations
 
-import pytest
-
 from app.conversations import ConversationManager, chat_messages
-from app.store import open_memory_store
 from engine import SamplingParams
 from tests.app.engine_fixtures import make_engine  # noqa: F401 (fixture)
 from tests.engine.helpers import with_template
 
 CUT = SamplingParams(temperature=0, max_tokens=6, ignore_stop=True)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 def manager_for(make_engine, tiny_models, store, tmp_path, family):

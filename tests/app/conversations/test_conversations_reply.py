@@ -6,16 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.conversations import ConversationManager, chat_messages
-from app.store import NotFoundError, open_memory_store
+from app.store import NotFoundError
 from engine.errors import ContextOverflowError
 from tests.app.engine_fixtures import GREEDY, make_engine, reply_ids  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 @pytest.fixture

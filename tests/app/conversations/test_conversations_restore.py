@@ -8,18 +8,10 @@ import logging
 import pytest
 
 from app.conversations import ConversationManager
-from app.store import open_memory_store
 from engine import SamplingParams
 from tests.app.engine_fixtures import GREEDY, make_engine, reply_ids  # noqa: F401 (fixture)
 
 TURNS = ["Hello there", "Tell me more", "And then?"]
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 def test_suspended_and_restored_conversation_continues_with_the_same_greedy_tokens(

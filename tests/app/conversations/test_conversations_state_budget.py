@@ -5,18 +5,8 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 from app.conversations import ConversationManager
-from app.store import open_memory_store
 from tests.app.engine_fixtures import GREEDY, make_engine, reply_ids  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = open_memory_store(tmp_path / "states")
-    yield s
-    s.close()
 
 
 def test_a_state_larger_than_the_budget_evicts_nothing(make_engine, tiny_models, store, caplog):
