@@ -7,11 +7,15 @@ where one thread each would have kept about half. A fixed count cannot be right 
 a busy machine, so this watches the time of each decode call and:
 
 - drops a thread when the time per call jumps (median of the last few calls over `jump` × the
-  median measured when that count was chosen) — a neighbour took a core;
+  median measured when that count was chosen, or the best median this shape ever had at this
+  count: a neighbour that arrived while another shape ran, a prompt read, must not become the
+  new normal) — a neighbour took a core;
 - probes one thread more after `probe_s` seconds, keeps it if calls got faster (by `gain`), and
   otherwise goes back and waits twice as long before the next probe (up to `max_probe_s`).
 
-On a quiet machine the time never jumps, so the count stays at the maximum. Only calls of the same
+On a quiet machine the time never jumps, so the count stays at the maximum. `jump` is 1.4, not
+more: with two engine processes, the second to notice saw only 1.5× once the first had dropped to
+one thread, kept both of its threads, and starved the first (0.33× of quiet against 0.51–0.61×). Only calls of the same
 shape (tokens per call) are compared: a batch of 8 is slower than a batch of 1 for no one's fault.
 The clock is injected, so the logic is tested without timing anything.
 """
@@ -29,7 +33,7 @@ WINDOW = 6
 class ThreadPolicy:
     """Decides the decode thread count from the time of each decode call."""
 
-    def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.6,
+    def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.4,
                  gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0) -> None:
         self.max_threads = max(1, max_threads)
         self.threads = self.max_threads
@@ -39,6 +43,7 @@ class ThreadPolicy:
         self._shape: Optional[int] = None
         self._recent: list[float] = []
         self._settled: Optional[float] = None  # median time per call at this count, once known
+        self._best: dict[tuple[int, int], float] = {}  # (shape, threads) -> best median seen
         self._changed_at = clock()
         self._probing_from: Optional[tuple[int, float]] = None  # (count, its median) while a probe runs
 
@@ -54,10 +59,12 @@ class ThreadPolicy:
         now = statistics.median(self._recent)
         if self._probing_from is not None:
             return self._end_probe(now)
+        key = (self._shape, self.threads)
+        best = min(now, self._best.get(key, now))
+        self._best[key] = best
         if self._settled is None:
             self._settled = now
-            return None
-        if self.threads > 1 and now > self.jump * self._settled:
+        if self.threads > 1 and now > self.jump * min(self._settled, best):
             return self._set(self.threads - 1)
         if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
             self._probing_from = (self.threads, now)
@@ -70,6 +77,7 @@ class ThreadPolicy:
         if now <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
             self._wait_s = self.probe_s
             self._settled = now
+            self._best[(self._shape, self.threads)] = now  # the neighbour stays: this is the new best
             return None
         self._wait_s = min(2 * self._wait_s, self.max_probe_s)
         return self._set(count)

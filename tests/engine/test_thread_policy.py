@@ -86,3 +86,29 @@ def test_one_thread_is_the_floor():
     policy = ThreadPolicy(1, clock)
     feed(policy, clock, 0.010)
     assert feed(policy, clock, 0.100) == [] and policy.threads == 1
+
+
+def test_a_neighbour_that_arrived_during_another_shape_is_still_seen():
+    """The quiet speed of a shape is remembered across other shapes: a prompt read (another shape)
+    often runs just as a neighbour starts, and the decode calls after it must not take the contended
+    time as their new normal (two engine processes kept 0.17× each that way)."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    feed(policy, clock, 0.010, calls=WINDOW + 1, tokens=1)  # quiet decode at 2 threads (known)
+    feed(policy, clock, 0.100, calls=2, tokens=200)  # a prompt read
+    # decode again (the first call of a new shape is not counted), now 5× slower: a neighbour
+    assert feed(policy, clock, 0.050, calls=WINDOW + 1, tokens=1) == [1]
+    assert policy.threads == 1
+
+
+def test_a_probe_kept_under_a_lasting_neighbour_is_not_dropped_again():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    feed(policy, clock, 0.050)  # dropped to 1
+    feed(policy, clock, 0.030)
+    clock.now += 5.0
+    assert feed(policy, clock, 0.030, calls=1) == [2]
+    assert feed(policy, clock, 0.020) == []  # faster than 1 thread, slower than quiet: kept
+    assert feed(policy, clock, 0.020, calls=100) == []  # and that is the new normal, no see-saw
+    assert policy.threads == 2
