@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="comma-separated: torch, mlx, llamacpp, auto; all (the default) benches every installed "
                             "backend that can load the model, one after the other")
     bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    bench.add_argument("--sessions", default="1,2,4,8,16", help="comma-separated concurrent session counts")
+    bench.add_argument("--sessions", default=None,
+                       help="comma-separated concurrent session counts (default 1,2,4,8,16; with --agents 8)")
     bench.add_argument("--tokens", type=int, default=None,
                        help="tokens to generate per session (default 64; with --speculative 400, the whole edited file; "
                             "with --repetition 256 per reply)")

@@ -38,8 +38,13 @@ def _report(figures: Callable[[], dict], as_json: bool, show: Optional[Callable[
     return 0
 
 
+DEFAULT_SESSIONS = "1,2,4,8,16"
+AGENT_SESSIONS = 8
+"""`--agents` without `--sessions`: the eight sub-agents its targets are set for (issue 39)."""
+
+
 def run_bench(args: argparse.Namespace) -> int:
-    counts = [int(n) for n in args.sessions.split(",") if n.strip()]
+    counts = [int(n) for n in (args.sessions or DEFAULT_SESSIONS).split(",") if n.strip()]
     say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
     # progress to stderr even with --json (stdout holds only the figures): these runs take minutes
     progress = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
@@ -57,7 +62,8 @@ def run_bench(args: argparse.Namespace) -> int:
     if getattr(args, "agents", False):
         from .agents import agents_figures
 
-        return _report(lambda: agents_figures(args.model, say, max(counts), args.agent_prefix_tokens,
+        sessions = max(counts) if args.sessions else AGENT_SESSIONS
+        return _report(lambda: agents_figures(args.model, say, sessions, args.agent_prefix_tokens,
                                               args.agent_task_tokens), args.json)
     if getattr(args, "agent_loop", False):
         from .agent_loop import agent_loop_figures

@@ -43,3 +43,13 @@ def test_a_bench_that_fails_says_why_in_one_line(monkeypatch, capsys):
     assert main(["bench", "--agents", "--json"]) == 1
     out = capsys.readouterr()
     assert (out.out, out.err.strip()) == ("", "error: no such model: nowhere.gguf")
+
+
+def test_the_agents_bench_runs_the_eight_sessions_its_help_names(monkeypatch):
+    from engine.bench import agents
+
+    asked = []
+    monkeypatch.setattr(agents, "agents_figures", lambda model, say, sessions, *a: asked.append(sessions) or {})
+    assert main(["bench", "--agents", "--json"]) == 0
+    assert main(["bench", "--agents", "--json", "--sessions", "4"]) == 0
+    assert asked == [8, 4]  # it ran 16, the largest of the decode bench's default counts
