@@ -7,16 +7,17 @@ where one thread each would have kept about half. A fixed count cannot be right 
 a busy machine, so this watches the time of each decode call and:
 
 - drops a thread when the time per call jumps (median of the last few calls over `jump` × the
-  median measured when that count was chosen, or the best median this shape ever had at this
-  count: a neighbour that arrived while another shape ran, a prompt read, must not become the
-  new normal) — a neighbour took a core;
+  best median of this shape at this count in the last `memory_s` seconds) — a neighbour took a
+  core. The best outlives other shapes in between: a neighbour that arrived during a prompt read
+  must not become the decode's new normal (two engine processes kept 0.17× each that way). It
+  expires, so a reply whose calls slow as its context grows is never taken for a neighbour;
 - probes one thread more after `probe_s` seconds, keeps it if calls got faster (by `gain`), and
   otherwise goes back and waits twice as long before the next probe (up to `max_probe_s`).
 
 On a quiet machine the time never jumps, so the count stays at the maximum. `jump` is 1.4, not
 more: with two engine processes, the second to notice saw only 1.5× once the first had dropped to
-one thread, kept both of its threads, and starved the first (0.33× of quiet against 0.51–0.61×). Only calls of the same
-shape (tokens per call) are compared: a batch of 8 is slower than a batch of 1 for no one's fault.
+one thread, kept both of its threads, and starved the first (0.33× of quiet against 0.51–0.61×).
+Only calls of the same shape (tokens per call) are compared: a batch of 8 is slower than a batch of 1 for no one's fault.
 The clock is injected, so the logic is tested without timing anything.
 """
 
@@ -28,13 +29,17 @@ from typing import Callable, Optional
 
 WINDOW = 6
 """Calls measured before a count's speed is known (median, robust to one slow call)."""
+MEMORY_S = 10.0
+"""How long a best median is compared against: calls slow down as a context grows, by far less
+than `jump` within seconds, but by more over a long reply."""
 
 
 class ThreadPolicy:
     """Decides the decode thread count from the time of each decode call."""
 
     def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.4,
-                 gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0) -> None:
+                 gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0,
+                 memory_s: float = MEMORY_S) -> None:
         self.max_threads = max(1, max_threads)
         self.threads = self.max_threads
         self.clock = clock
@@ -43,7 +48,8 @@ class ThreadPolicy:
         self._shape: Optional[int] = None
         self._recent: list[float] = []
         self._settled: Optional[float] = None  # median time per call at this count, once known
-        self._best: dict[tuple[int, int], float] = {}  # (shape, threads) -> best median seen
+        self.memory_s = memory_s
+        self._best: dict[tuple[int, int], tuple[float, float]] = {}  # (shape, threads) -> (median, when)
         self._changed_at = clock()
         self._probing_from: Optional[tuple[int, float]] = None  # (count, its median) while a probe runs
 
@@ -59,17 +65,23 @@ class ThreadPolicy:
         now = statistics.median(self._recent)
         if self._probing_from is not None:
             return self._end_probe(now)
-        key = (self._shape, self.threads)
-        best = min(now, self._best.get(key, now))
-        self._best[key] = best
+        best = self._remember(now)
         if self._settled is None:
             self._settled = now
-        if self.threads > 1 and now > self.jump * min(self._settled, best):
+        if self.threads > 1 and now > self.jump * best:
             return self._set(self.threads - 1)
         if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
             self._probing_from = (self.threads, now)
             return self._set(self.threads + 1, probing=True)
         return None
+
+    def _remember(self, median: float) -> float:
+        """The best median of this shape and count within `memory_s`, `median` included."""
+        key, at = (self._shape, self.threads), self.clock()
+        best = self._best.get(key)
+        if best is None or median <= best[0] or at - best[1] > self.memory_s:
+            best = self._best[key] = (median, at)
+        return best[0]
 
     def _end_probe(self, now: float) -> Optional[int]:
         count, before = self._probing_from
@@ -77,7 +89,7 @@ class ThreadPolicy:
         if now <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
             self._wait_s = self.probe_s
             self._settled = now
-            self._best[(self._shape, self.threads)] = now  # the neighbour stays: this is the new best
+            self._best[(self._shape, self.threads)] = (now, self.clock())  # the neighbour stays: the new best
             return None
         self._wait_s = min(2 * self._wait_s, self.max_probe_s)
         return self._set(count)

@@ -112,3 +112,13 @@ def test_a_probe_kept_under_a_lasting_neighbour_is_not_dropped_again():
     assert feed(policy, clock, 0.020) == []  # faster than 1 thread, slower than quiet: kept
     assert feed(policy, clock, 0.020, calls=100) == []  # and that is the new normal, no see-saw
     assert policy.threads == 2
+
+
+def test_calls_that_slow_as_the_context_grows_are_not_a_neighbour():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    seconds, changes = 0.010, []
+    for _ in range(3000):  # 2× slower over about 45 s, 0.02 % a call: a long reply's growing context
+        seconds *= 1.00023
+        changes += feed(policy, clock, seconds, calls=1)
+    assert changes == [] and policy.threads == 2
