@@ -335,10 +335,10 @@ class LlamaCppBackend:
         b.n_tokens = n
         self.cells.make_room(n, self._live)
         try:
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             rc = lc.llama_decode(self.ctx, b)
             if rc == 0 and n == len(items):  # decode only: the calls the thread policy compares
-                self._tune(time.perf_counter() - began, n)
+                self._tune(time.perf_counter() - began, n, time.process_time() - cpu)
             if rc != 0:
                 raise RuntimeError(f"llama_decode failed: {DECODE_ERRORS.get(rc, 'error')} ({rc})")
             out = [np.stack([self._logits(row) for row in span]) if rows is not None else self._logits(span[0])
@@ -369,8 +369,8 @@ class LlamaCppBackend:
     def _logits(self, row: int) -> np.ndarray:
         return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
 
-    def _tune(self, seconds: float, tokens: int) -> None:
-        threads = self.thread_policy.record(seconds, tokens)
+    def _tune(self, seconds: float, tokens: int, cpu_seconds: float) -> None:
+        threads = self.thread_policy.record(seconds, tokens, cpu_seconds)
         if threads is not None:
             log.info("llama.cpp decode threads: %d (a decode call took %.1f ms)", threads, seconds * 1e3)
             lc.llama_set_n_threads(self.ctx, threads, threads)

@@ -23,6 +23,7 @@ The clock is injected, so the logic is tested without timing anything.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Callable, Optional
@@ -34,12 +35,19 @@ MEMORY_S = 10.0
 than `jump` within seconds, but by more over a long reply."""
 
 
+SHARE_FLOOR = 0.6
+"""Below this share of its cores (CPU seconds ÷ threads × wall seconds), a decode is starved: under
+a load average of 9 on two cores, two threads got 0.09–0.15 each and decoded at 5–6 tok/s where one
+thread decoded at 9.5–9.9 (bundled model). A quiet machine gives its threads nearly all of their
+cores; one busy neighbour on one of two cores about 0.75, which the time rule sees instead."""
+
+
 class ThreadPolicy:
     """Decides the decode thread count from the time of each decode call."""
 
     def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.4,
                  gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0,
-                 memory_s: float = MEMORY_S) -> None:
+                 memory_s: float = MEMORY_S, share_floor: float = SHARE_FLOOR) -> None:
         self.max_threads = max(1, max_threads)
         self.threads = self.max_threads
         self.clock = clock
@@ -47,33 +55,43 @@ class ThreadPolicy:
         self.probe_s, self._wait_s, self.max_probe_s = probe_s, probe_s, max_probe_s
         self._shape: Optional[int] = None
         self._recent: list[float] = []
-        self._settled: Optional[float] = None  # median time per call at this count, once known
+        self._cpu: list[Optional[float]] = []  # CPU seconds of the same calls, where measured
+        self.share_floor = share_floor
+        self._proven: dict[int, float] = {}  # thread count -> when a probe found it faster than one fewer
         self.memory_s = memory_s
         self._best: dict[tuple[int, int], tuple[float, float]] = {}  # (shape, threads) -> (median, when)
         self._changed_at = clock()
-        self._probing_from: Optional[tuple[int, float]] = None  # (count, its median) while a probe runs
+        self._probing_from: Optional[tuple[int, float]] = None  # (count, its mean) while a probe runs
 
-    def record(self, seconds: float, tokens: int) -> Optional[int]:
-        """One decode call took `seconds` for `tokens` tokens; the new thread count if it changes."""
+    def record(self, seconds: float, tokens: int, cpu_seconds: Optional[float] = None) -> Optional[int]:
+        """One decode call took `seconds` for `tokens` tokens (and `cpu_seconds` of this process's
+        CPU time, where measured); the new thread count if it changes."""
         if tokens != self._shape:  # another batch shape: its times are not comparable
-            self._shape, self._recent, self._settled = tokens, [], None
+            self._shape, self._recent, self._cpu = tokens, [], []
             self._probing_from = None
             return None
         self._recent = (self._recent + [seconds])[-WINDOW:]
+        self._cpu = (self._cpu + [cpu_seconds])[-WINDOW:]
         if len(self._recent) < WINDOW:
             return None
         now = statistics.median(self._recent)
         if self._probing_from is not None:
-            return self._end_probe(now)
+            return self._end_probe(statistics.fmean(self._recent), now)
         best = self._remember(now)
-        if self._settled is None:
-            self._settled = now
-        if self.threads > 1 and now > self.jump * best:
+        if self.threads > 1 and (now > self.jump * best or self._starved()):
             return self._set(self.threads - 1)
         if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
-            self._probing_from = (self.threads, now)
-            return self._set(self.threads + 1, probing=True)
+            self._probing_from = (self.threads, statistics.fmean(self._recent))
+            return self._set(self.threads + 1)
         return None
+
+    def _starved(self) -> bool:
+        """Did the threads get under `share_floor` of their cores over the window? A machine busy
+        from the start has no quiet time to compare with, and this needs none. Not after a probe
+        proved this count faster than one fewer: then it is the best there is."""
+        if None in self._cpu or self.clock() - self._proven.get(self.threads, -math.inf) < self.max_probe_s:
+            return False
+        return sum(self._cpu) < self.share_floor * self.threads * sum(self._recent)
 
     def _remember(self, median: float) -> float:
         """The best median of this shape and count within `memory_s`, `median` included."""
@@ -83,20 +101,21 @@ class ThreadPolicy:
             best = self._best[key] = (median, at)
         return best[0]
 
-    def _end_probe(self, now: float) -> Optional[int]:
+    def _end_probe(self, mean: float, median: float) -> Optional[int]:
+        """The probe's time and the count's before it are means, not medians: on a crowded machine
+        one thread more is slower by its rare calls that stall for seconds (a thread descheduled at
+        a barrier), which a median never shows."""
         count, before = self._probing_from
         self._probing_from = None
-        if now <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
+        if mean <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
             self._wait_s = self.probe_s
-            self._settled = now
-            self._best[(self._shape, self.threads)] = (now, self.clock())  # the neighbour stays: the new best
+            self._proven[self.threads] = self.clock()
+            self._best[(self._shape, self.threads)] = (median, self.clock())  # the neighbour stays: the new best
             return None
         self._wait_s = min(2 * self._wait_s, self.max_probe_s)
         return self._set(count)
 
-    def _set(self, threads: int, probing: bool = False) -> int:
+    def _set(self, threads: int) -> int:
         self.threads = threads
-        self._recent, self._changed_at = [], self.clock()
-        if not probing:
-            self._settled = None
+        self._recent, self._cpu, self._changed_at = [], [], self.clock()
         return threads

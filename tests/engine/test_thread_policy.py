@@ -122,3 +122,63 @@ def test_calls_that_slow_as_the_context_grows_are_not_a_neighbour():
         seconds *= 1.00023
         changes += feed(policy, clock, seconds, calls=1)
     assert changes == [] and policy.threads == 2
+
+
+def test_threads_that_get_little_of_their_cores_drop_one_without_a_quiet_time_to_compare():
+    """A machine busy from the start: every call is slow, so no jump is ever seen; but two threads
+    got 0.09–0.15 of a core each (load average 9 on two cores) and one thread decoded 1.6–1.9× faster."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    changes = []
+    for _ in range(WINDOW + 1):
+        clock.now += 0.050
+        change = policy.record(0.050, 1, cpu_seconds=0.015)  # 0.15 of each of 2 cores
+        changes += [change] if change is not None else []
+    assert changes == [1]
+
+
+def test_threads_that_get_their_cores_are_kept():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    changes = []
+    for _ in range(1000):
+        clock.now += 0.010
+        change = policy.record(0.010, 1, cpu_seconds=0.019)  # 0.95 of each core: quiet
+        changes += [change] if change is not None else []
+    assert changes == [] and policy.threads == 2
+
+
+def test_a_count_a_probe_proved_faster_is_not_dropped_for_its_share():
+    """Where even the better count gets little of its cores (a crowded machine), the share rule must
+    not undo what the probe just measured, or the count would see-saw every few calls."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+
+    def calls(seconds, cpu, n=WINDOW):
+        out = []
+        for _ in range(n):
+            clock.now += seconds
+            change = policy.record(seconds, 1, cpu_seconds=cpu)
+            out += [change] if change is not None else []
+        return out
+
+    assert calls(0.050, 0.015, WINDOW + 1) == [1]  # starved at 2: down to 1
+    calls(0.040, 0.020)
+    clock.now += 5.0
+    assert calls(0.040, 0.020, 1) == [2]  # probe 2 again
+    assert calls(0.030, 0.020) == []  # faster, though still starved: kept
+    assert calls(0.030, 0.020, 100) == [] and policy.threads == 2
+
+
+def test_a_probe_whose_calls_stall_now_and_then_is_not_kept():
+    """On a crowded machine the probed count's median can look faster while one call in six stalls
+    for a second (seen: p50 45 ms, p99 2.7 s at two threads under a load average of 9)."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    feed(policy, clock, 0.050)  # dropped to 1
+    feed(policy, clock, 0.040)
+    clock.now += 5.0
+    assert feed(policy, clock, 0.040, calls=1) == [2]
+    changes = feed(policy, clock, 0.020, calls=WINDOW - 1) + feed(policy, clock, 1.0, calls=1)
+    assert changes == [1]  # median 20 ms, but 183 ms a call on average: back to one thread
