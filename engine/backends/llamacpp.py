@@ -50,7 +50,7 @@ from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .llamacpp_vision import Vision, open_vision
 from .native import backends_in
-from .thread_policy import ThreadPolicy
+from .thread_policy import ThreadPolicy, starting_threads
 from .torch_threads import thread_count
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class LlamaCppBackend:
         self.quantized = ""
         self.config = config
         self.threads = thread_count(asked=config.threads)
-        self.thread_policy = ThreadPolicy(self.threads)
+        self.thread_policy = ThreadPolicy(self.threads, start=starting_threads(self.threads))
         """Lowers (and probes back up) the decode threads when a neighbour takes cores (engine/backends/thread_policy.py)."""
         self.weights_nbytes = 0
         self.pool: Optional[Pool] = None
@@ -189,7 +189,7 @@ class LlamaCppBackend:
         cp.n_batch = self._batch_size
         cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
         cp.n_seq_max = n_seq + 2  # ids for the retired cells (llamacpp_cells.py) and scratch (llamacpp_blocks.py)
-        cp.n_threads = cp.n_threads_batch = self.threads
+        cp.n_threads = cp.n_threads_batch = self.thread_policy.threads  # fewer on a crowded machine
         cp.kv_unified = True
         cp.type_k, cp.type_v = CACHE_GGML_TYPES[k_type], CACHE_GGML_TYPES[v_type]
         # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,

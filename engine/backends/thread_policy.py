@@ -24,6 +24,7 @@ The clock is injected, so the logic is tested without timing anything.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from typing import Callable, Optional
@@ -42,14 +43,33 @@ thread decoded at 9.5–9.9 (bundled model). A quiet machine gives its threads n
 cores; one busy neighbour on one of two cores about 0.75, which the time rule sees instead."""
 
 
+STALL = 3.0
+"""A probe's call this many times the count's mean before it ends the probe at once."""
+
+
+def starting_threads(max_threads: int, load: Optional[float] = None, cores: Optional[int] = None) -> int:
+    """Threads to start with: all of them, unless the machine is already oversubscribed (a load
+    average over its cores), then their share. The probes move up from there if that is faster.
+    Where the load average is not known (Windows), all of them."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return max_threads
+    cores = cores or os.cpu_count() or 1
+    if load <= cores:
+        return max_threads
+    return max(1, min(max_threads, int(max_threads * cores / load)))
+
+
 class ThreadPolicy:
     """Decides the decode thread count from the time of each decode call."""
 
     def __init__(self, max_threads: int, clock: Callable[[], float] = time.monotonic, jump: float = 1.4,
                  gain: float = 0.1, probe_s: float = 5.0, max_probe_s: float = 80.0,
-                 memory_s: float = MEMORY_S, share_floor: float = SHARE_FLOOR) -> None:
+                 memory_s: float = MEMORY_S, share_floor: float = SHARE_FLOOR, start: Optional[int] = None) -> None:
         self.max_threads = max(1, max_threads)
-        self.threads = self.max_threads
+        self.threads = min(self.max_threads, max(1, start or self.max_threads))
         self.clock = clock
         self.jump, self.gain = jump, gain
         self.probe_s, self._wait_s, self.max_probe_s = probe_s, probe_s, max_probe_s
@@ -70,6 +90,8 @@ class ThreadPolicy:
             self._shape, self._recent, self._cpu = tokens, [], []
             self._probing_from = None
             return None
+        if self._probing_from is not None and seconds > STALL * self._probing_from[1]:
+            return self._fail_probe()  # one stall settles it: the next could last seconds too
         self._recent = (self._recent + [seconds])[-WINDOW:]
         self._cpu = (self._cpu + [cpu_seconds])[-WINDOW:]
         if len(self._recent) < WINDOW:
@@ -105,13 +127,18 @@ class ThreadPolicy:
         """The probe's time and the count's before it are means, not medians: on a crowded machine
         one thread more is slower by its rare calls that stall for seconds (a thread descheduled at
         a barrier), which a median never shows."""
-        count, before = self._probing_from
-        self._probing_from = None
-        if mean <= (1 - self.gain) * before:  # faster with one more: keep it, probe again soon
+        before = self._probing_from[1]
+        if mean <= (1 - self.gain) * before:
+            self._probing_from = None  # faster with one more: keep it, probe again soon
             self._wait_s = self.probe_s
             self._proven[self.threads] = self.clock()
             self._best[(self._shape, self.threads)] = (median, self.clock())  # the neighbour stays: the new best
             return None
+        return self._fail_probe()
+
+    def _fail_probe(self) -> int:
+        count = self._probing_from[0] if self._probing_from else self.threads - 1
+        self._probing_from = None
         self._wait_s = min(2 * self._wait_s, self.max_probe_s)
         return self._set(count)
 

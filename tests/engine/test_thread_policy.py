@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.backends.thread_policy import WINDOW, ThreadPolicy
+from engine.backends.thread_policy import WINDOW, ThreadPolicy, starting_threads
 
 
 class Clock:
@@ -182,3 +182,23 @@ def test_a_probe_whose_calls_stall_now_and_then_is_not_kept():
     assert feed(policy, clock, 0.040, calls=1) == [2]
     changes = feed(policy, clock, 0.020, calls=WINDOW - 1) + feed(policy, clock, 1.0, calls=1)
     assert changes == [1]  # median 20 ms, but 183 ms a call on average: back to one thread
+
+
+def test_a_crowded_machine_starts_with_its_share_of_threads():
+    assert starting_threads(2, load=0.5, cores=2) == 2  # quiet
+    assert starting_threads(2, load=2.0, cores=2) == 2  # busy, not crowded
+    assert starting_threads(2, load=9.0, cores=2) == 1  # a load average of 9 on two cores
+    assert starting_threads(16, load=20.0, cores=16) == 12
+    assert starting_threads(1, load=50.0, cores=2) == 1
+    assert ThreadPolicy(2, Clock(), start=1).threads == 1
+
+
+def test_one_stalled_call_ends_a_probe_at_once():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    feed(policy, clock, 0.050)  # dropped to 1
+    feed(policy, clock, 0.040)
+    clock.now += 5.0
+    assert feed(policy, clock, 0.040, calls=1) == [2]
+    assert feed(policy, clock, 0.020, calls=1) + feed(policy, clock, 2.0, calls=1) == [1]
