@@ -129,13 +129,9 @@ class Vision:
         ctx = mtmd.mtmd_init_from_file(str(path).encode(), model, params)
         if not ctx:
             raise ModelLoadError(f"llama.cpp could not load the vision projector {path.name} for this model")
-        lib = mtmd._libmtmd
-        why = ("it reads audio, not images" if not mtmd.mtmd_support_vision(ctx) else
-               "its images take M-RoPE positions (Qwen2-VL's family), which this engine does not place yet"
-               if lib.mtmd_decode_use_mrope(ctx) else "")
-        if why:
+        if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
-            raise ModelLoadError(f"the vision projector {path.name} cannot be used: {why}")
+            raise ModelLoadError(f"the vision projector {path.name} cannot be used: it reads audio, not images")
         vision = cls(mtmd, ctx, path, n_batch, n_ubatch)
         vision.n_embd = int(lc.llama_model_n_embd(model))
         return vision
