@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import ModelLoadError
+from .gguf_header import read_header
 
 TEXT_ALIASES = {"qwen2vl": "qwen2"}
 """llama.cpp architecture -> the one transformers' GGUF reader knows for its text model: Qwen2-VL's and
@@ -50,14 +51,14 @@ def _text_alias(gguf_path: Path, out: Path) -> Path | None:
     """`out`: `gguf_path`'s metadata under its TEXT_ALIASES name (and an `output.weight` of one
     number where the file has one, which tells transformers the embeddings are not tied); None where
     the architecture needs no alias."""
+    arch = read_header(gguf_path).meta.get("general.architecture", "")
+    alias = TEXT_ALIASES.get(arch)
+    if alias is None:
+        return None
     import gguf
     import numpy as np
 
     reader = gguf.GGUFReader(str(gguf_path))
-    arch = reader.fields["general.architecture"].contents()
-    alias = TEXT_ALIASES.get(arch)
-    if alias is None:
-        return None
     writer = gguf.GGUFWriter(str(out), alias)
     for key, field in reader.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture":
