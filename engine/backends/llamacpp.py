@@ -15,7 +15,9 @@ used and freed only on the engine thread (a llama.cpp context is not thread-safe
 - Save/restore: the sequence's bytes in the engine's safetensors state file (llamacpp_state.py).
 - On a GPU build, as many layers as fit go on the GPU, the pool sized beside them (llamacpp_offload.py).
 - Images: the model's vision projector through libmtmd (llamacpp_vision.py); an image is decoded into
-  its session's sequence alone (`step_image`), then the session joins the joint rounds again.
+  its session's sequence alone (`step_image`), then the session joins the joint rounds again. An
+  M-RoPE image (Qwen2-VL's family) takes fewer positions than tokens: a sequence keeps both counts
+  (llamacpp_positions.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
 from .llamacpp_library import (CACHE_GGML_TYPES, DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
                                errors_said, init_library)
+from .llamacpp_positions import Place, before
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .llamacpp_vision import Vision, open_vision
@@ -272,25 +275,28 @@ class LlamaCppBackend:
         """Remove the sequence's cells and give its id back (what dropping a torch state does)."""
         if self._seqs.get(seq.id) is not seq:
             return
-        self.cells.give_up(seq.id, 0)
+        self.cells.give_up(seq.id, 0, 0, seq.n_past)
         del self._seqs[seq.id]
         self._free.append(seq.id)
         self._free.sort()
-        seq.n_past = 0
+        seq.keep(0)
 
     def held_tokens(self, seq: Optional[Seq] = None) -> int:
-        """Tokens the pool holds: for `seq` (its positions, shared ones too), or for every sequence
+        """Tokens the pool holds: for `seq` (its cells, shared ones too), or for every sequence
         (a prefix several sequences share counted once)."""
         if seq is not None:
             return seq.n_past
         return sum(s.n_past - self.cells.shared.shared(s.id) for s in self._seqs.values())
 
     def share_prefix(self, donor: Seq, seq: Seq, n: int) -> bool:
-        """Give the empty `seq` the donor's first `n` positions (llamacpp_shared.py); False where the
-        pool's memory cannot share (recurrent or sliding-window state) or `seq` holds anything."""
-        if seq.n_past or not 0 < n <= donor.n_past or self._swa or not self.cells.share(donor.id, seq.id, n):
+        """Give the empty `seq` the donor's first `n` tokens (llamacpp_shared.py); False where the
+        pool's memory cannot share (recurrent or sliding-window state), `seq` holds anything or `n`
+        ends inside an image."""
+        end = donor.boundary(n)
+        if seq.n_past or not 0 < n <= donor.n_past or self._swa or end is None or not self.cells.share(
+                donor.id, seq.id, n, end):
             return False
-        seq.n_past = n
+        seq.n_past, seq.places = n, before(donor.places, n)
         return True
 
     def compact(self) -> bool:
@@ -324,7 +330,8 @@ class LlamaCppBackend:
             k = len(tokens)
             want = rows[item] if rows is not None else 1
             token[i:i + k] = tokens
-            pos[i:i + k] = np.arange(seq.n_past, seq.n_past + k)
+            at = seq.position()  # text: one position per token, which llama.cpp repeats into M-RoPE's sections
+            pos[i:i + k] = np.arange(at, at + k)
             n_seq[i:i + k] = 1
             wants[i:i + k] = 0
             wants[i + k - want:i + k] = 1
@@ -345,26 +352,30 @@ class LlamaCppBackend:
                    for span in last]
         except BaseException:
             for seq, _ in items:  # llama.cpp rolls a failed decode back; make sure, and undo a good one
-                self.cells.undo_step(seq.id, seq.n_past)
+                self.cells.undo_step(seq.id, seq.position())
             raise
         last_seq, last_tokens = items[-1]
-        self.cells.placed(n, (last_seq.id, last_seq.n_past, last_seq.n_past + len(last_tokens)))
+        at = last_seq.position()
+        self.cells.placed(n, (last_seq.id, at, at + len(last_tokens)))
         for seq, tokens in items:
             seq.n_past += len(tokens)
         return out
 
     def step_image(self, seq: Seq, span) -> None:
         """Decode one image chunk (an engine.images.ImageSpan) into `seq`, alone in its calls; on
-        error, `seq` is left as it was. No logits: an image never ends a prompt."""
-        n = len(span.ids)
+        error, `seq` is left as it was. No logits: an image never ends a prompt. An M-RoPE image
+        takes fewer positions than tokens: `seq` keeps its place (llamacpp_positions.py)."""
+        n, at = len(span.ids), seq.position()
         self.cells.make_room(n, self._live)
         try:
-            self.vision.evaluate(self.ctx, span, seq.id, seq.n_past)
+            taken = self.vision.evaluate(self.ctx, span, seq.id, at)
         except BaseException:
-            self.cells.undo_step(seq.id, seq.n_past)
+            self.cells.undo_step(seq.id, at)
             raise
-        self.cells.placed(n, (seq.id, seq.n_past, seq.n_past + n))
+        if self.vision.mrope:
+            seq.places.append(Place(seq.n_past, n, taken))
         seq.n_past += n
+        self.cells.placed(n, (seq.id, at, seq.cell_end()))
 
     def _logits(self, row: int) -> np.ndarray:
         return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
@@ -404,11 +415,14 @@ class LlamaCppBackend:
         if n <= 0:
             return True
         keep = seq.n_past - n
-        if self._swa and lc.llama_memory_seq_pos_min(self._mem, seq.id) > max(0, keep - self._swa):
+        p0 = seq.boundary(keep)
+        if p0 is None:  # inside an image, which is one unit (the engine never asks)
             return False
-        if not self.cells.give_up(seq.id, keep):
+        if self._swa and lc.llama_memory_seq_pos_min(self._mem, seq.id) > max(0, p0 - self._swa):
             return False
-        seq.n_past = keep
+        if not self.cells.give_up(seq.id, keep, p0, n):
+            return False
+        seq.keep(keep)
         return True
 
     # -- save / restore ----------------------------------------------------------------------------

@@ -9,6 +9,10 @@ scratch sequence is read; writing, the bytes go into the scratch sequence, whose
 to the session's sequence the same way. The written cells land above `top` in one run, in position
 order, as a step's do (llamacpp_cells.py), so the session reads the same keys in the same order as if
 it had computed them: the same logits, the same tokens (tests/engine/test_prefix_cache.py).
+
+Spans are of tokens; llama.cpp's calls take positions (llamacpp_positions.py). An M-RoPE image's
+cells all hold one position, so a span holding any of it cannot be cut out by position: such spans
+are not read (None), and the cache keeps the text blocks around them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import llama_cpp as lc
 
 from .llamacpp_cells import read_sequence
 from .llamacpp_library import Seq
+from .llamacpp_positions import touches
 
 
 def kv_layout(backend) -> Optional[dict[str, str]]:
@@ -43,11 +48,14 @@ def kv_layout(backend) -> Optional[dict[str, str]]:
 
 
 def read_span(backend, seq: Seq, start: int, end: int):
-    """The bytes of `seq`'s positions [start, end) as llama.cpp serializes a sequence (a ctypes array)."""
+    """The bytes of `seq`'s tokens [start, end) as llama.cpp serializes a sequence (a ctypes array);
+    None where they hold part of an M-RoPE image."""
     if not 0 <= start < end <= seq.n_past:
         raise ValueError(f"positions {start}-{end} of a sequence holding {seq.n_past}")
+    if touches(seq.places, start, end):
+        return None
     mem, scratch = backend._mem, backend.scratch_id
-    lc.llama_memory_seq_cp(mem, seq.id, scratch, start, end)
+    lc.llama_memory_seq_cp(mem, seq.id, scratch, seq.position(start), seq.position(end))
     try:
         return read_sequence(backend.ctx, scratch)
     finally:
@@ -55,22 +63,23 @@ def read_span(backend, seq: Seq, start: int, end: int):
 
 
 def write_span(backend, seq: Seq, data: bytearray, start: int, end: int) -> bool:
-    """Append the bytes `read_span` gave for positions [start, end) to `seq`, which holds exactly
-    `start` positions; False (`seq` unchanged) where the bytes do not fit this context or those positions."""
+    """Append the bytes `read_span` gave for tokens [start, end) to `seq`, which holds exactly
+    `start` tokens; False (`seq` unchanged) where the bytes do not fit this context or those positions
+    (text, one position per token: read_span reads no span with an M-RoPE image in it)."""
     if seq.n_past != start or end <= start:
         return False
-    n = end - start
+    n, at = end - start, seq.position()
     mem, scratch = backend._mem, backend.scratch_id
     backend.cells.make_room(n, backend._live)
     buf = (ctypes.c_uint8 * len(data)).from_buffer(data)
     read = lc.llama_state_seq_set_data(backend.ctx, buf, len(data), scratch)
-    if (not read or lc.llama_memory_seq_pos_min(mem, scratch) != start
-            or lc.llama_memory_seq_pos_max(mem, scratch) != end - 1):
+    if (not read or lc.llama_memory_seq_pos_min(mem, scratch) != at
+            or lc.llama_memory_seq_pos_max(mem, scratch) != at + n - 1):
         lc.llama_memory_seq_rm(mem, scratch, -1, -1)  # whatever it placed is at the top: no hole is left
         return False
     lc.llama_memory_seq_cp(mem, scratch, seq.id, -1, -1)
     lc.llama_memory_seq_rm(mem, scratch, -1, -1)
-    backend.cells.placed(n, (seq.id, start, end))
+    backend.cells.placed(n, (seq.id, at, at + n))
     seq.n_past = end
     return True
 

@@ -73,29 +73,31 @@ class CellOrder:
 
     def placed(self, n: int, last: tuple[int, int, int] = (-1, 0, 0)) -> None:
         """`n` cells were just taken above `top` (a step, or a restored state); `last`: the step's
-        last item as (sequence id, first position, end position), whose cells are now the topmost."""
+        last item as (sequence id, its first position, its last cell's position + 1), whose cells are
+        now the topmost."""
         self.top += n
         self._last = last
 
-    def share(self, donor: int, sharer: int, n: int) -> bool:
-        """Give the empty sequence `sharer` the donor's first `n` positions' cells (no compute, no new
-        cells); False where the memory is not attention cells alone."""
+    def share(self, donor: int, sharer: int, n: int, end: int) -> bool:
+        """Give the empty sequence `sharer` the donor's first `n` tokens' cells, positions [0, end) (no
+        compute, no new cells); False where the memory is not attention cells alone."""
         if not self.ordered:
             return False
-        self.shared.share(donor, sharer, n)
+        self.shared.share(donor, sharer, n, end)
         self._last = (-1, 0, 0)  # the donor's topmost cells may be shared now: never freed outright
         return True
 
-    def give_up(self, seq_id: int, p0: int) -> bool:
-        """Take positions `p0` onward from `seq_id` (all of it with 0); False where llama.cpp refused."""
+    def give_up(self, seq_id: int, keep: int, p0: int, cells: int) -> bool:
+        """Take `seq_id`'s tokens from `keep` on (all of it with 0): positions `p0` onward, `cells` cells
+        (the same counts but after an M-RoPE image: llamacpp_positions.py); False where llama.cpp refused."""
         if not self.ordered:
             return bool(lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1))
-        given = self._give_up(seq_id, p0)
+        given = self._give_up(seq_id, p0, cells)
         if given:
-            self.shared.given_up(seq_id, p0)
+            self.shared.given_up(seq_id, keep, p0)
         return given
 
-    def _give_up(self, seq_id: int, p0: int) -> bool:
+    def _give_up(self, seq_id: int, p0: int, cells: int) -> bool:
         before = lc.llama_memory_seq_pos_max(self.mem, seq_id) + 1
         if before <= p0:
             return True
@@ -103,14 +105,14 @@ class CellOrder:
         if top_id == seq_id and end == before and first <= p0:  # the topmost cells: no hole is left
             if not lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1):
                 return False
-            self.top -= before - p0
+            self.top -= cells
             self._last = (seq_id, first, p0) if p0 > first else (-1, 0, 0)
             return True
         self._last = (-1, 0, 0)
         lc.llama_memory_seq_cp(self.mem, seq_id, self.retired_id, p0, -1)
         if not lc.llama_memory_seq_rm(self.mem, seq_id, p0, -1):  # attention-only memory never refuses
             return False
-        self.retired += before - p0
+        self.retired += cells
         return True
 
     def undo_step(self, seq_id: int, p0: int) -> None:

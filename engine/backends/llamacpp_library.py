@@ -7,10 +7,13 @@ import contextlib
 import ctypes
 import logging
 import threading
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
 
 import llama_cpp as lc
+
+from . import llamacpp_positions as positions
+from .llamacpp_positions import Place
 
 log = logging.getLogger("engine.backends.llamacpp")
 
@@ -80,10 +83,34 @@ def init_library() -> None:
 
 @dataclass
 class Seq:
-    """One session's state: its sequence id and how many positions it holds."""
+    """One session's state: its sequence id, how many tokens it holds and, where they are not one
+    position each, where its images sit (llamacpp_positions.py)."""
 
     id: int
     n_past: int = 0
+    """Tokens held, one cell each (an image's embeddings too); its next position is `position()`."""
+    places: list[Place] = field(default_factory=list)
+    """Its M-RoPE images, in order; empty where every token takes one position."""
+
+    def position(self, k: Optional[int] = None) -> int:
+        """llama.cpp's position of token `k` (default: of the next token); ValueError inside an image."""
+        return positions.position(self.places, self.n_past if k is None else k)
+
+    def boundary(self, k: int) -> Optional[int]:
+        """The position of token `k`, or None where it lies inside an image."""
+        try:
+            return self.position(k)
+        except ValueError:
+            return None
+
+    def cell_end(self) -> int:
+        """llama.cpp's `seq_pos_max` + 1 for what it holds."""
+        return positions.cell_end(self.places, self.n_past)
+
+    def keep(self, n: int) -> None:
+        """Hold only the first `n` tokens (its cells were given up)."""
+        self.n_past = n
+        self.places = positions.before(self.places, n)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ keys in the same order as if it had computed them itself. Sharing is only ever o
 from position 0, into a sequence that holds nothing.
 
 What is tracked here (llama.cpp says which sequences a cell has, but not to Python): for each
-sharer, its donor and how many positions it shares. A donor that gives up positions below that
+sharer, its donor and how many tokens it shares, and the position they end at (the same number
+except after an M-RoPE image: llamacpp_positions.py). A donor that gives up positions below that
 shortens the share (those cells become the sharer's own, kept by the retired id too); a donor that
 ends leaves its sharer owning everything. A relayout keeps the sharing: donors are written back
 before their sharers, a sharer writes back only its own cells and then takes its donor's again.
@@ -29,8 +30,10 @@ import llama_cpp as lc
 @dataclass
 class Share:
     donor: int
-    """The sequence id whose cells this sequence's first `n` positions are."""
+    """The sequence id whose cells this sequence's first `n` tokens are."""
     n: int
+    end: int
+    """llama.cpp's position after those `n` tokens: the shared cells are positions [0, end)."""
 
 
 class SharedPrefixes:
@@ -41,30 +44,31 @@ class SharedPrefixes:
         self.shares: dict[int, Share] = {}
         """sharer sequence id -> its share."""
 
-    def share(self, donor: int, sharer: int, n: int) -> None:
-        """Give the empty sequence `sharer` the donor's positions [0, n)."""
-        lc.llama_memory_seq_cp(self.mem, donor, sharer, 0, n)
-        self.shares[sharer] = Share(donor, n)
+    def share(self, donor: int, sharer: int, n: int, end: int) -> None:
+        """Give the empty sequence `sharer` the donor's first `n` tokens, positions [0, end)."""
+        lc.llama_memory_seq_cp(self.mem, donor, sharer, 0, end)
+        self.shares[sharer] = Share(donor, n, end)
 
     def shared(self, seq_id: int) -> int:
-        """How many of `seq_id`'s positions are another sequence's cells."""
+        """How many of `seq_id`'s tokens are another sequence's cells."""
         share = self.shares.get(seq_id)
         return share.n if share is not None else 0
 
-    def given_up(self, seq_id: int, p0: int) -> None:
-        """`seq_id` no longer holds positions `p0` onward (0: it ended)."""
+    def given_up(self, seq_id: int, keep: int, p0: int) -> None:
+        """`seq_id` no longer holds its tokens from `keep` on, positions `p0` onward (0: it ended).
+        A sharer's first tokens are its donor's, so `p0` is the same position in both."""
         share = self.shares.get(seq_id)
         if share is not None:
-            if p0 <= 0:
+            if keep <= 0:
                 del self.shares[seq_id]
-            elif p0 < share.n:
-                share.n = p0
+            elif keep < share.n:
+                share.n, share.end = keep, p0
         for sharer, share in list(self.shares.items()):
-            if share.donor == seq_id and p0 < share.n:
-                if p0 <= 0:  # the donor is gone: the cells it shared are the sharer's own now
+            if share.donor == seq_id and keep < share.n:
+                if keep <= 0:  # the donor is gone: the cells it shared are the sharer's own now
                     del self.shares[sharer]
                 else:
-                    share.n = p0
+                    share.n, share.end = keep, p0
 
     def order(self, seq_ids: list[int]) -> list[int]:
         """`seq_ids` with every donor before its sharers (a relayout writes them back in this order)."""
@@ -84,18 +88,18 @@ class SharedPrefixes:
 
     def detach(self, seq_id: int) -> int:
         """Before `seq_id` is read out for a relayout: drop its id from its donor's cells, so only its
-        own cells are read. Returns the positions it shared (0 if none)."""
+        own cells are read. Returns the tokens it shared (0 if none)."""
         share = self.shares.get(seq_id)
         if share is None:
             return 0
-        lc.llama_memory_seq_rm(self.mem, seq_id, 0, share.n)
+        lc.llama_memory_seq_rm(self.mem, seq_id, 0, share.end)
         return share.n
 
     def attach(self, seq_id: int) -> None:
         """After its donor and its own cells are written back: take the donor's cells again."""
         share = self.shares.get(seq_id)
         if share is not None:
-            lc.llama_memory_seq_cp(self.mem, share.donor, seq_id, 0, share.n)
+            lc.llama_memory_seq_cp(self.mem, share.donor, seq_id, 0, share.end)
 
     def donor_of(self, seq_id: int) -> Optional[int]:
         share = self.shares.get(seq_id)

@@ -5,7 +5,9 @@ wipe every other conversation. As llama.cpp's server does per slot: one `mtmd_co
 model (`mtmd_init_from_file(mmproj, model)`); an image's bytes become a bitmap and `mtmd_tokenize`
 cuts it into chunks (the model's text around the image, and the image's preprocessed pixels); the
 text goes through the engine's joint rounds like any prompt, and each image chunk is encoded and
-decoded for its own sequence alone (`evaluate`), in its own `llama_decode` calls.
+decoded for its own sequence alone (`evaluate`), in its own `llama_decode` calls. An M-RoPE
+projector's image (Qwen2-VL, Qwen2.5-VL) gets a position per section for each embedding, as
+mtmd_helper_decode_image_chunk gives them, and takes fewer positions than tokens (llamacpp_positions.py).
 
 Threads: `pieces` (decoding and preprocessing, no compute graph) runs on the caller's thread, as the
 server tokenizes on its HTTP threads while its loop encodes; `evaluate` and `close` run on the engine
@@ -23,9 +25,11 @@ from pathlib import Path
 from typing import Optional
 
 import llama_cpp as lc
+import numpy as np
 
 from ..errors import EngineError, ImageTooLargeError, ImageUnreadableError, ModelLoadError
 from ..images import ImageSpan, digest, image_ids
+from .llamacpp_positions import MROPE_SECTIONS, mrope_positions
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +58,8 @@ def _bind(lib) -> None:
         ("mtmd_decode_use_non_causal", [p], ctypes.c_bool), ("mtmd_bitmap_get_nx", [p], ctypes.c_uint32),
         ("mtmd_bitmap_get_ny", [p], ctypes.c_uint32), ("mtmd_encode_chunk", [p, p], i32),
         ("mtmd_get_output_embd", [p], ctypes.POINTER(ctypes.c_float)),
+        ("mtmd_input_chunk_get_tokens_image", [p], p), ("mtmd_image_tokens_get_nx", [p], ctypes.c_size_t),
+        ("mtmd_image_tokens_get_ny", [p], ctypes.c_size_t),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
@@ -106,6 +112,8 @@ class Vision:
         self.n_embd = 0
         """Width of the text model's embeddings, which the projector's output has (set by open)."""
         self.non_causal = bool(mtmd._libmtmd.mtmd_decode_use_non_causal(ctx))
+        self.mrope = bool(mtmd._libmtmd.mtmd_decode_use_mrope(ctx))
+        """Whether images take M-RoPE positions (Qwen2-VL's family): fewer positions than tokens."""
         self.encode_seconds = 0.0
         """Time spent in the projector's encoder (the bench reads it)."""
 
@@ -121,13 +129,9 @@ class Vision:
         ctx = mtmd.mtmd_init_from_file(str(path).encode(), model, params)
         if not ctx:
             raise ModelLoadError(f"llama.cpp could not load the vision projector {path.name} for this model")
-        lib = mtmd._libmtmd
-        why = ("it reads audio, not images" if not mtmd.mtmd_support_vision(ctx) else
-               "its images take M-RoPE positions (Qwen2-VL's family), which this engine does not place yet"
-               if lib.mtmd_decode_use_mrope(ctx) else "")
-        if why:
+        if not mtmd.mtmd_support_vision(ctx):
             mtmd.mtmd_free(ctx)
-            raise ModelLoadError(f"the vision projector {path.name} cannot be used: {why}")
+            raise ModelLoadError(f"the vision projector {path.name} cannot be used: it reads audio, not images")
         vision = cls(mtmd, ctx, path, n_batch, n_ubatch)
         vision.n_embd = int(lc.llama_model_n_embd(model))
         return vision
@@ -182,33 +186,56 @@ class Vision:
         return out
 
     # -- engine thread -----------------------------------------------------------------------------
-    def evaluate(self, lctx, span: ImageSpan, seq_id: int, n_past: int) -> None:
-        """Encode the image chunk and decode its embeddings into sequence `seq_id` from `n_past` on,
-        alone (non-causal models switch attention for it). RuntimeError when llama.cpp fails."""
+    def evaluate(self, lctx, span: ImageSpan, seq_id: int, n_past: int) -> int:
+        """Encode the image chunk and decode its embeddings into sequence `seq_id` from position
+        `n_past` on, alone (non-causal models switch attention for it); the positions it took
+        (`mtmd_input_chunk_get_n_pos`). RuntimeError when llama.cpp fails."""
         lib = self._mtmd._libmtmd
+        positions = self._mrope_positions(span, n_past) if self.mrope else None
         began = time.perf_counter()
         rc = lib.mtmd_encode_chunk(self._ctx, span.chunk.ptr)
         if rc != 0:
             raise RuntimeError(f"the vision projector could not encode the image ({rc})")
         embd = lib.mtmd_get_output_embd(self._ctx)
         self.encode_seconds += time.perf_counter() - began
-        self._decode(lctx, embd, len(span.ids), seq_id, n_past)
+        self._decode(lctx, embd, len(span.ids), seq_id, n_past, positions)
+        return int(lib.mtmd_input_chunk_get_n_pos(span.chunk.ptr))
 
-    def _decode(self, lctx, embd, n: int, seq_id: int, n_past: int) -> None:
-        """The image's `n` embeddings into `seq_id` at positions n_past.. (one per token: M-RoPE
-        projectors are refused at load). By hand rather than mtmd_helper_decode_image_chunk, which
-        prints to stdout (the CLI's JSON goes there) and counts its batches with a power-of-two mask."""
+    def _mrope_positions(self, span: ImageSpan, n_past: int) -> np.ndarray:
+        lib = self._mtmd._libmtmd
+        image = lib.mtmd_input_chunk_get_tokens_image(span.chunk.ptr)
+        nx, ny = int(lib.mtmd_image_tokens_get_nx(image)), int(lib.mtmd_image_tokens_get_ny(image))
+        if nx * ny != len(span.ids):
+            raise RuntimeError(f"an M-RoPE image of {nx}×{ny} embeddings holds {len(span.ids)} tokens")
+        return mrope_positions(n_past, nx, ny)
+
+    def _decode(self, lctx, embd, n: int, seq_id: int, n_past: int, mrope: Optional[np.ndarray]) -> None:
+        """The image's `n` embeddings into `seq_id` at positions n_past.., or with `mrope` at those
+        (4, n) positions. By hand rather than mtmd_helper_decode_image_chunk, which prints to stdout
+        (the CLI's JSON goes there) and counts its batches with a power-of-two mask.
+
+        An M-RoPE image's embeddings share one temporal position, so in one step they all see each
+        other and across steps only the earlier: the steps are part of the result. Steps of n_ubatch
+        make them depend on that alone (as llama.cpp's server, whose n_batch is a multiple of it)."""
         width = self.n_embd
-        step = self.n_ubatch if self.non_causal else self.n_batch
+        step = self.n_ubatch if self.non_causal or mrope is not None else self.n_batch
         batch = lc.llama_batch_init(min(n, step), width, 1)
+        own_pos = ctypes.cast(batch.pos, ctypes.c_void_p).value  # llama_batch_free frees it: put back before
+        # (an address, not the field: a ctypes pointer read from a structure is a view of that field)
+        sections = (ctypes.c_int32 * (MROPE_SECTIONS * min(n, step)))() if mrope is not None else None
+        if sections is not None:
+            batch.pos = ctypes.cast(sections, ctypes.POINTER(lc.llama_pos))
         try:
             if self.non_causal:  # the whole image in one step, attending both ways
                 lc.llama_set_causal_attn(lctx, False)
             for start in range(0, n, step):
                 k = min(step, n - start)
                 ctypes.memmove(batch.embd, ctypes.byref(embd.contents, 4 * width * start), 4 * width * k)
+                if sections is not None:  # section by section: llama.cpp reads pos[s * n_tokens + j]
+                    sections[:MROPE_SECTIONS * k] = mrope[:, start:start + k].ravel().tolist()
                 for j in range(k):
-                    batch.pos[j] = n_past + start + j
+                    if sections is None:
+                        batch.pos[j] = n_past + start + j
                     batch.n_seq_id[j] = 1
                     batch.seq_id[j][0] = seq_id
                     batch.logits[j] = 0
@@ -219,6 +246,7 @@ class Vision:
         finally:
             if self.non_causal:
                 lc.llama_set_causal_attn(lctx, True)
+            batch.pos = ctypes.cast(own_pos, ctypes.POINTER(lc.llama_pos))
             lc.llama_batch_free(batch)
 
 

@@ -99,6 +99,8 @@ def save_prompt_blocks(worker: Any, slot: "Slot", prompt: list[int]) -> None:
                 continue
             start = i * BLOCK
             data = worker.backend.read_span(slot.state, start, start + BLOCK)
+            if data is None:  # llama.cpp cannot cut it out (an M-RoPE image in it): not cached, the next may be
+                continue
             if not cache.write(key, prompt[start:start + BLOCK], start, data, set(keys)):
                 break  # no room beside this prompt's own blocks (or the disk said no): deeper ones are useless
         cache.touch(keys)

@@ -200,3 +200,19 @@ def require_libmtmd() -> None:
 def vision_engine(make_engine, vision_model) -> Engine:
     """The tiny vision model on llama.cpp, its projector found beside it."""
     return make_engine(vision_model, "llamacpp", max_context=1024)
+
+
+@pytest.fixture(scope="session")
+def mrope_model(tokenizer_folder) -> Path:
+    """The tiny Qwen2-VL-shaped model's GGUF, its mmproj-model.gguf beside it: its images take M-RoPE
+    positions, fewer than their tokens (engine/backends/llamacpp_positions.py)."""
+    from engine.bench.vision_model import TINY_QWEN2VL, tiny_vision_model
+
+    require_libmtmd()
+    return tiny_vision_model(tokenizer_folder, TINY_QWEN2VL, family="qwen2vl") / "model.gguf"
+
+
+@pytest.fixture
+def mrope_engine(make_engine, mrope_model) -> Engine:
+    """The tiny Qwen2-VL-shaped model on llama.cpp, its projector found beside it."""
+    return make_engine(mrope_model, "llamacpp", max_context=1024)
