@@ -46,13 +46,14 @@ from . import llamacpp_offload as offload_plan
 from . import llamacpp_blocks as blocks
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
-from .llamacpp_library import (CACHE_GGML_TYPES, DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
+from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
                                errors_said, init_library)
 from .llamacpp_positions import Place, before
 from .llamacpp_state import load_sequence, save_sequence
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .llamacpp_vision import Vision, open_vision
 from .native import backends_in
+from .llamacpp_context import context_params
 from .thread_policy import ThreadPolicy, starting_threads
 from .torch_threads import thread_count
 
@@ -186,25 +187,10 @@ class LlamaCppBackend:
         self.kv_cache = f"{k_type}/{v_type}"  # in every state file, checked before one is read
         per_token = model_meta.bytes_per_token(model, kv_element_bytes(k_type), kv_element_bytes(v_type))
         pool_tokens, n_seq = self._pool_size(per_token, offload)
-        cp = lc.llama_context_default_params()
-        cp.n_ctx = pool_tokens
         self._batch_size = self.config.prefill_chunk + n_seq
-        cp.n_batch = self._batch_size
-        cp.n_ubatch = self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
-        cp.n_seq_max = n_seq + 2  # ids for the retired cells (llamacpp_cells.py) and scratch (llamacpp_blocks.py)
-        cp.n_threads = cp.n_threads_batch = self.thread_policy.threads  # fewer on a crowded machine
-        cp.kv_unified = True
-        cp.type_k, cp.type_v = CACHE_GGML_TYPES[k_type], CACHE_GGML_TYPES[v_type]
-        # Flash attention skips the cells of other sequences (masked) instead of summing their zeros,
-        # in cell order: a session's attention then does not depend on who shares the pool or a
-        # decode (greedy tokens alone = batched, restored = never left), and costs what its own
-        # cells cost rather than the whole pool's span.
-        cp.flash_attn = True
-        cp.no_perf = True
-        # With no layer on the GPU, no step goes there either (llama.cpp otherwise sends a long
-        # prompt's matrix products to the GPU): "0 layers" means the CPU alone, and the kernel check's
-        # fallback from a GPU that computes wrong must leave it entirely.
-        cp.op_offload = offload.layers > 0
+        self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
+        cp = context_params(pool_tokens, self._batch_size, self.n_ubatch, n_seq, self.thread_policy.threads,
+                            (k_type, v_type), offload.layers > 0)
         ctx = lc.llama_init_from_model(model, cp)
         if not ctx:
             lc.llama_model_free(model)
