@@ -58,7 +58,8 @@ class EmbedderMemory:
     """What the embedding model holds, in bytes: counted before it loads and reported after."""
 
     weights: int
-    """The weights in float32 (the files' size before loading; the parameters' after)."""
+    """The weights: the files' size before loading (float32), the parameters' as loaded after (half
+    that in bfloat16)."""
     working: int
     """Activations of the largest batch the embedder runs (MAX_BATCH_TOKENS tokens)."""
 
@@ -89,15 +90,18 @@ class Embedder:
     """A sentence-embedding model on its own thread, loaded on first use. Thread-safe."""
 
     def __init__(self, source: str = DEFAULT_EMBEDDING_MODEL, device: str = "auto",
-                 available: Optional[Callable[[], int]] = None) -> None:
+                 available: Optional[Callable[[], int]] = None, dtype: str = "auto") -> None:
         """source: "bundled:all-minilm-l6-v2" or an embedding model folder; located and its tokenizer
         read now (ModelLoadError if it names nothing usable), its weights only on first use.
-        available(): bytes of memory free (psutil's by default), checked against `memory` before loading."""
+        available(): bytes of memory free (psutil's by default), checked against `memory` before loading.
+        dtype (torch only): "auto" computes in bfloat16 on a CPU with native bfloat16 (1.6-2× as fast
+        there, vectors at cosine ≥ 0.999 to float32's), else in float32; "float32" is the reference."""
         self.model: EmbeddingFolder = locate(str(source))
         gguf = self.model.format == "gguf"
         encode, vocab_size = (gguf_encoder if gguf else folder_encoder)(self.model.path)
         self.tokenizer = EmbeddingTokenizer(encode, vocab_size, self.model.window, self.model.source)
         self._device = device
+        self._dtype = dtype
         self._available = available
         self._lock = threading.Lock()
         self._runner: Optional[Runner] = None
@@ -122,6 +126,14 @@ class Embedder:
     def backend(self) -> str:
         """"torch" for a folder, "llamacpp" for a GGUF file."""
         return "llamacpp" if self.model.format == "gguf" else "torch"
+
+    @property
+    def dtype(self) -> Optional[str]:
+        """What the loaded model computes in ("float32", "bfloat16", "as stored" for a GGUF) and why,
+        e.g. "bfloat16: this CPU has AVX512-BF16 (AVX512)"; None before it loads."""
+        runner = self._runner
+        worker = runner.worker if runner is not None else None
+        return worker.encoder.dtype_reason if worker is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -183,7 +195,7 @@ class Embedder:
         else:
             from .torch_encoder import TorchEncoder
 
-            encoder = TorchEncoder(self.model, self._device)
+            encoder = TorchEncoder(self.model, self._device, self._dtype)
         self._weights = encoder.weight_bytes
         self.load_seconds = time.perf_counter() - start
         return _Worker(encoder)
