@@ -8,7 +8,8 @@ its memory counted and checked before it loads.
 Inputs are tokenized and checked on the caller's thread; the model runs only on the embedder's
 thread, one batch per queued request, so a long indexing job and a server request take turns
 instead of one waiting for the other to finish. Many inputs are grouped by length into padded
-batches (at most MAX_BATCH rows and MAX_BATCH_TOKENS padded tokens).
+batches (at most MAX_BATCH rows and MAX_BATCH_TOKENS padded tokens, each input padded by little:
+PAD_SLACK). The model computes in bfloat16 on a CPU that does, float32 elsewhere (torch_encoder.py).
 """
 
 from __future__ import annotations
