@@ -31,7 +31,8 @@ def test_this_machine_gets_its_own_choice(embedder):
     """On every CPU: "auto" is what torch's own probes say, and the vectors are the reference's."""
     with Embedder() as auto:
         got = auto.embed(PASSAGES).vectors
-        assert auto.dtype == torch_dtype.choose_dtype("cpu").reason
+        device = auto._runner.worker.encoder.device  # "cpu", or "cuda" where a GPU is (kept in float32)
+        assert auto.dtype == choose(device)[1]
     want = embedder.embed(PASSAGES).vectors
     assert embedder.dtype == "float32: as configured"
     assert ((got * want).sum(axis=1) >= 0.999).all()
