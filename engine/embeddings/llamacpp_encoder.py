@@ -21,6 +21,8 @@ class LlamaEncoder:
 
     name = "llamacpp"
     device = "cpu"
+    dtype = "as stored"
+    dtype_reason = "as stored: llama.cpp computes in the GGUF's own types"
 
     def __init__(self, folder: EmbeddingFolder) -> None:
         import llama_cpp

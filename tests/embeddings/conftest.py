@@ -1,4 +1,5 @@
-"""The bundled embedding model, loaded once for the tests that need its weights."""
+"""The bundled embedding model in float32 (the reference every other precision is held to), loaded
+once for the tests that need its weights."""
 
 from __future__ import annotations
 
@@ -9,5 +10,5 @@ import pytest
 def embedder():
     from engine.embeddings import Embedder
 
-    with Embedder() as e:
+    with Embedder(dtype="float32") as e:
         yield e

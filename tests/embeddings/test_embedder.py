@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.embeddings import MAX_INPUTS, Embedder
-from engine.embeddings.embedder import MAX_BATCH, MAX_BATCH_TOKENS, batches
+from engine.embeddings.embedder import MAX_BATCH, MAX_BATCH_TOKENS, PAD_SLACK, batches
 from engine.errors import CapacityError, ContextOverflowError, InvalidRequestError, ModelLoadError
 
 TEXTS = ["That is a happy person", "That is a happy dog", "That is a very happy person", "Today is a sunny day",
@@ -54,7 +54,7 @@ def test_token_ids_embed_as_the_text_they_spell(embedder):
 
 
 def test_lazy_load_and_memory_counted():
-    e = Embedder()
+    e = Embedder(dtype="float32")  # before loading, the files' float32 bytes are counted
     try:
         assert not e.loaded
         before = e.memory
@@ -112,6 +112,17 @@ def test_batches_cover_every_input_once_within_limits():
     for g in groups:
         assert len(g) <= MAX_BATCH
         assert len(g) * max(lengths[i] for i in g) <= MAX_BATCH_TOKENS
+        width = max(lengths[i] for i in g)
+        assert all(width - lengths[i] <= max(PAD_SLACK, width // 8) for i in g)
+
+
+def test_a_batch_is_not_padded_far_past_its_inputs():
+    # a document's passages, 32 to a call: one long passage used to pad 31 short ones to its width
+    lengths = [256] + [60] * 31
+    assert batches(lengths) == [[0], list(range(1, 32))]
+    padded = sum(len(g) * max(lengths[i] for i in g) for g in batches(lengths))
+    assert padded / sum(lengths) < 1.01
+    assert len(batches([18, 12, 9, 5, 3])) == 1  # a few tokens of padding is not worth a forward
 
 
 def test_unknown_sources_refused_in_words(tmp_path):

@@ -16,9 +16,37 @@ DOCS = [
 ]
 
 
-def test_words_keep_identifiers_and_drop_stop_words():
-    assert words("What does __enter__ do with the dictionaries?") == ["__enter__", "dictionarie"]
-    assert words("sys.exc_info()") == ["sys", "exc_info"]
+def test_words_are_stemmed_and_split_as_fts5_reads_them():
+    assert words("What does __enter__ do with the dictionaries?") == ["enter", "dictionari"]
+    assert words("sys.exc_info()") == ["sy", "exc", "info"]  # "sys" is stemmed as FTS5 stems it
+    assert words("Iterating iterators: a café's x") == ["iter", "iter", "cafe"]
+
+
+def fts5_scores(docs: list[str], query: str) -> np.ndarray:
+    """What the app's library search gets: FTS5 (tokenize='porter') bm25() of the app's own query."""
+    import sqlite3
+
+    from app.store.library import _WORD, STOPWORDS
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create virtual table t using fts5(text, tokenize='porter')")
+    db.executemany("insert into t(rowid, text) values (?, ?)", list(enumerate(docs)))
+    query_words = dict.fromkeys(w for w in _WORD.findall(query.lower()) if len(w) > 1 and w not in STOPWORDS)
+    match = " OR ".join(f'"{w}"' for w in query_words)
+    out = np.zeros(len(docs))
+    for rowid, score in db.execute("select rowid, bm25(t) from t where t match ?", [match]):
+        out[rowid] = -score
+    return out
+
+
+@pytest.mark.parametrize("query", ["__exit__ context manager", "loop else", "dictionary views",
+                                   "Which loops iterate over sequences?", "sorts lists in place"])
+def test_bm25_scores_are_the_apps_fts5_scores(query):
+    from app.store.library import STOPWORDS as APP_STOPWORDS
+    from engine.retrieval.bm25 import STOPWORDS
+
+    assert STOPWORDS == APP_STOPWORDS
+    assert np.allclose(BM25(DOCS).scores(query), fts5_scores(DOCS, query), rtol=1e-9, atol=1e-12)
 
 
 def test_bm25_ranks_the_document_with_the_rare_word_first():

@@ -49,6 +49,7 @@ def test_the_command_prints_the_figures_as_json(monkeypatch, capsys):
     assert figures["chunks"] == 12 and figures["questions"] == len(QUESTIONS)
     assert figures["model"] == "bundled:all-minilm-l6-v2" and figures["backend"] == "torch"
     assert figures["chunks_per_s"] > 0 and figures["chunk_max_tokens"] == 256
+    assert figures["dtype"].split(":")[0] in ("float32", "bfloat16")  # and why, in words
     for ranking in ("vector", "bm25", "hybrid"):
         assert set(figures[ranking]) == {"recall@1", "recall@5"}
         assert 0 <= figures[ranking]["recall@1"] <= figures[ranking]["recall@5"] <= 1

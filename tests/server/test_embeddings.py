@@ -64,7 +64,10 @@ def test_many_inputs_are_batched_and_keep_their_order(server, embedder):
     together = vectors(client(server).embeddings.create(model=MODEL, input=texts, encoding_format="float"))
     alone = np.vstack([embedder.embed([t]).vectors for t in texts[:5]])
     assert together.shape == (100, 384)
-    assert np.abs(together[:5] - alone).max() < 1e-5
+    if embedder.dtype.startswith("float32"):
+        assert np.abs(together[:5] - alone).max() < 1e-5  # padding and batching change nothing
+    else:  # bfloat16 (a CPU that computes in it) rounds a little differently in a batch of another shape
+        assert ((together[:5] * alone).sum(axis=1) > 0.999).all()
 
 
 def test_dimensions_only_the_models_own(server):
@@ -113,7 +116,8 @@ def test_models_list_the_chat_model_first_then_the_embedding_model(server, tiny_
     entry = listed[1].model_dump()
     assert entry["type"] == "embedding" and entry["embedding"]["dimensions"] == 384
     assert entry["embedding"]["max_input_tokens"] == 256 and entry["embedding"]["backend"] == "torch"
-    assert 80 * 2**20 < entry["embedding"]["weights_bytes"] < 100 * 2**20  # counted, loaded or not
+    # counted, loaded or not: 22.7M parameters in float32 before loading, in float32 or bfloat16 after
+    assert 40 * 2**20 < entry["embedding"]["weights_bytes"] < 100 * 2**20
     assert api.models.retrieve(MODEL).id == MODEL
 
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from app.library import reading
-from app.library.indexing import EMBED_BATCH, index_document, segments
+from app.library.indexing import EMBED_BATCH, embed, index_document, segments
 from app.library.reading import ReadCancelled, UnreadableFileError, folder_files, read_document
 from tests.app.library_fixtures import embedder, write_pdf  # noqa: F401 (fixture)
 
@@ -137,3 +137,28 @@ def test_a_cancel_stops_between_batches(tmp_path, embedder):
     with pytest.raises(ReadCancelled):
         index_document(path, embedder.get(), cancelled=cancel.is_set, progress=progress)
     assert seen.count("embedding") == 1
+
+
+def test_a_documents_passages_are_embedded_longest_first_and_come_back_in_order():
+    """A call's passages are padded to its longest: in a document's own order a quarter of the
+    compute went to padding, so calls take passages of like length (and the vectors keep their order)."""
+    import random
+
+    import numpy as np
+
+    class Recorder:
+        dimensions = 2
+        calls: list[list[str]] = []
+
+        def embed(self, texts, truncate=False):
+            self.calls.append(list(texts))
+            return type("R", (), {"vectors": np.array([[len(t), 0] for t in texts], dtype=np.float32)})()
+
+    rng = random.Random(3)
+    texts = ["w" * rng.randint(1, 400) + str(i) for i in range(3 * EMBED_BATCH + 5)]
+    recorder = Recorder()
+    vectors = embed(texts, recorder, lengths=[len(t) for t in texts])
+    assert vectors[:, 0].tolist() == [len(t) for t in texts]  # each passage's own vector, in order
+    widths = [[len(t) for t in call] for call in recorder.calls]
+    assert [len(w) for w in widths] == [EMBED_BATCH] * 3 + [5]
+    assert all(min(a) >= max(b) for a, b in zip(widths, widths[1:]))  # longest first, call by call
