@@ -329,5 +329,18 @@ def test_an_engine_probes_what_a_row_costs_once_it_drafts(make_engine, tiny_mode
     assert speculator.cost.probed is None
     with engine.open_session() as s:
         list(s.generate(repeating_prompt(), greedy(4)))
-    assert speculator.cost.probed is not None and 0.01 <= speculator.cost.probed <= 4.0
+    # The probe ran once; its figure is a timing, which a crowded machine may leave unknown (None:
+    # the prior cost stands), so only its range is checked here. probe_ratio's arithmetic is tested
+    # on given timings below.
+    assert speculator._usable is True
+    assert speculator.cost.probed is None or 0.01 <= speculator.cost.probed <= 4.0
     assert engine.capacity().held_tokens == 0  # the probe's scratch cells are gone
+
+
+def test_a_row_cost_probe_reads_its_timings_and_says_when_they_cannot_tell(monkeypatch):
+    from engine.drafts import model_cost
+
+    monkeypatch.setattr(model_cost, "step_seconds", lambda backend, seq, rows: (0.010, 0.030))
+    assert abs(model_cost.probe_ratio(None, None) - 0.0025 / 0.0075) < 1e-9  # b / a of one row
+    monkeypatch.setattr(model_cost, "step_seconds", lambda backend, seq, rows: (0.010, 0.009))
+    assert model_cost.probe_ratio(None, None) is None  # 9 rows no slower than 1: noise, not a cost
