@@ -16,8 +16,10 @@ from engine import Engine, EngineConfig, SamplingParams  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0, max_tokens=12, ignore_stop=True)
 """Short fixed-length greedy replies."""
-LONG = SamplingParams(temperature=0, max_tokens=400, ignore_stop=True)
-"""Replies long enough to stop, or to overlap with another, before they end."""
+LONG = SamplingParams(temperature=0, max_tokens=900, ignore_stop=True)
+"""Replies long enough to stop, or to overlap with another, before they end (the tiny model wrote
+400 tokens before a busy GUI thread got to stop it, beside another test worker); every test that
+uses it stops its replies, so the length costs no time."""
 
 
 @pytest.fixture(scope="module")
