@@ -75,6 +75,7 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
     """A folder holding `model.gguf` and `mmproj-model.gguf` (built once, then read from the cache)."""
     import inspect
 
+    from engine.models.cache_lock import building
     from engine.models.sources import cache_dir
 
     script = converter()
@@ -82,11 +83,17 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
                          + json.dumps([shape, seed, outtype], sort_keys=True).encode()
                          + (Path(tokenizer_folder) / "tokenizer.json").read_bytes()).hexdigest()[:16]
     out = cache_dir() / "test-models" / f"vision-{key}"
-    if (out / "mmproj-model.gguf").exists():
-        return out
+    if not (out / "mmproj-model.gguf").exists():
+        with building(out):  # two test workers may both miss it: one builds, the other waits
+            if not (out / "mmproj-model.gguf").exists():
+                _write(out, Path(tokenizer_folder), shape, seed, outtype, script)
+    return out
+
+
+def _write(out: Path, tokenizer_folder: Path, shape: dict, seed: int, outtype: str, script: Path) -> None:
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
-    hf = _build_hf(work / "hf", Path(tokenizer_folder), shape, seed)
+    hf = _build_hf(work / "hf", tokenizer_folder, shape, seed)
     env = {k: v for k, v in os.environ.items() if k != "NO_LOCAL_GGUF"}  # the converter's own gguf-py
     for extra in ([], ["--mmproj"]):
         subprocess.run([sys.executable, "-c", _RUN_CONVERTER, str(script), str(hf), "--outfile",
@@ -94,7 +101,6 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
     shutil.rmtree(hf)
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)
-    return out
 
 
 def _build_hf(out: Path, tokenizer_folder: Path, shape: dict, seed: int) -> Path:
