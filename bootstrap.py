@@ -258,6 +258,25 @@ def llama_failure_message(output: str, log: Path, kept: str | None = None, tail:
     ])
 
 
+def test_workers(args: list[str], cpus: int | None) -> list[str]:
+    """The pytest-xdist options `test` puts before `args`: one worker process per CPU (`os.cpu_count()`),
+    each test file's tests in one worker, so a file's module fixtures (servers, windows) are built once.
+    None on one CPU, or when `args` choose for themselves: `-n 0` runs the suite in one process, as
+    before; `--pdb` and `--trace` need one too."""
+    if (cpus or 1) < 2 or _chooses_workers(args):
+        return []
+    return ["-n", str(cpus)] + ([] if any(a.startswith("--dist") for a in args) else ["--dist", "loadfile"])
+
+
+def _chooses_workers(args: list[str]) -> bool:
+    for i, arg in enumerate(args):
+        if arg.startswith(("-n", "--numprocesses", "--pdb", "--trace")) or arg == "-pno:xdist":
+            return True
+        if arg == "-p" and args[i + 1:i + 2] == ["no:xdist"]:
+            return True
+    return False
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("run", "test", "setup"):
         print(__doc__.strip())
@@ -274,7 +293,7 @@ def main(argv: list[str]) -> int:
         args = ["-m", "app", *rest]
     else:
         python = ensure_venv("test")
-        args = ["-m", "pytest", *rest]
+        args = ["-m", "pytest", *test_workers(rest, os.cpu_count()), *rest]
     return subprocess.call([str(python), *args], cwd=ROOT)
 
 
