@@ -381,6 +381,20 @@ def test_a_cuda_build_that_does_not_load_says_so_and_the_cpu_build_follows(gpu_m
 ])
 def test_the_test_command_runs_one_worker_per_cpu_unless_told(args, cpus, added):
     assert bootstrap.test_workers(args, cpus) == added
+    assert bootstrap.test_workers(args, cpus, memory=64 << 30) == added  # memory enough for every worker
+
+
+@pytest.mark.parametrize("cpus, gib, added", [
+    (16, 16, ["-n", "3", "--dist", "loadfile"]),  # no more workers than memory holds (5 GB each)
+    (2, 9, []),  # one worker's memory: one process
+    (2, 10, ["-n", "2", "--dist", "loadfile"]),
+])
+def test_the_test_command_starts_no_more_workers_than_memory_holds(cpus, gib, added):
+    assert bootstrap.test_workers([], cpus, memory=gib << 30) == added
+
+
+def test_this_machines_memory_is_known():
+    assert bootstrap.physical_memory() > 1 << 30
 
 
 def test_the_test_command_puts_its_workers_before_the_users_arguments(checkout, monkeypatch):
@@ -388,6 +402,7 @@ def test_the_test_command_puts_its_workers_before_the_users_arguments(checkout, 
     monkeypatch.setattr(bootstrap, "ensure_venv", lambda extras: Path("/venv/bin/python"))
     monkeypatch.setattr(bootstrap.subprocess, "call", lambda command, cwd: calls.append(command) or 0)
     monkeypatch.setattr(bootstrap.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(bootstrap, "physical_memory", lambda: 16 << 30)
     assert bootstrap.main(["test", "tests/engine"]) == 0
     assert bootstrap.main(["test", "-n", "0"]) == 0
     assert calls == [["/venv/bin/python", "-m", "pytest", "-n", "2", "--dist", "loadfile", "tests/engine"],
