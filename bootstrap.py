@@ -258,6 +258,54 @@ def llama_failure_message(output: str, log: Path, kept: str | None = None, tail:
     ])
 
 
+WORKER_MEMORY = 5 << 30
+"""What one test worker may hold at its peak: 3.8 GB seen (sampled every 30 s: the bundled model on torch,
+MLX and llama.cpp, the embedder, tiny models), plus a subprocess beside it (`engine serve`, the app: up
+to 1 GB)."""
+
+
+def test_workers(args: list[str], cpus: int | None, memory: int | None = None) -> list[str]:
+    """The pytest-xdist options `test` puts before `args`: one worker process per CPU (`os.cpu_count()`),
+    no more than `memory` (bytes, when known) holds, each test file's tests in one worker, so a file's
+    module fixtures (servers, windows) are built once. None on one CPU, or when `args` choose for
+    themselves: `-n 0` runs the suite in one process, as before; `--pdb` and `--trace` need one too."""
+    workers = cpus or 1
+    if memory is not None:
+        workers = min(workers, memory // WORKER_MEMORY)
+    if workers < 2 or _chooses_workers(args):
+        return []
+    return ["-n", str(workers)] + ([] if any(a.startswith("--dist") for a in args) else ["--dist", "loadfile"])
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes; None where the standard library cannot tell."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # Windows has no sysconf
+        pass
+    try:
+        import ctypes
+
+        class MemoryStatus(ctypes.Structure):
+            _fields_ = [("length", ctypes.c_ulong), ("load", ctypes.c_ulong)] + [
+                (name, ctypes.c_ulonglong) for name in ("total", "free", "page_total", "page_free", "virtual_total",
+                                                        "virtual_free", "extended_free")]
+
+        status = MemoryStatus(length=ctypes.sizeof(MemoryStatus))
+        return status.total if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)) else None
+    except (AttributeError, OSError):
+        return None
+
+
+def _chooses_workers(args: list[str]) -> bool:
+    for i, arg in enumerate(args):
+        if arg.startswith(("-n", "--numprocesses", "--pdb", "--trace")) or arg == "-pno:xdist":
+            return True
+        if arg == "-p" and args[i + 1:i + 2] == ["no:xdist"]:
+            return True
+    return False
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("run", "test", "setup"):
         print(__doc__.strip())
@@ -274,7 +322,7 @@ def main(argv: list[str]) -> int:
         args = ["-m", "app", *rest]
     else:
         python = ensure_venv("test")
-        args = ["-m", "pytest", *rest]
+        args = ["-m", "pytest", *test_workers(rest, os.cpu_count(), physical_memory()), *rest]
     return subprocess.call([str(python), *args], cwd=ROOT)
 
 

@@ -109,6 +109,7 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
     `family` "smolvlm" (with TINY's or SMOLVLM_256M's shapes) or "qwen2vl" (TINY_QWEN2VL's)."""
     import inspect
 
+    from engine.models.cache_lock import building
     from engine.models.sources import cache_dir
 
     build, runner, name = ((_build_hf, _RUN_CONVERTER, "vision") if family == "smolvlm" else
@@ -118,11 +119,18 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
                          + json.dumps([shape, seed, outtype], sort_keys=True).encode()
                          + (Path(tokenizer_folder) / "tokenizer.json").read_bytes()).hexdigest()[:16]
     out = cache_dir() / "test-models" / f"{name}-{key}"
-    if (out / "mmproj-model.gguf").exists():
-        return out
+    if not (out / "mmproj-model.gguf").exists():
+        with building(out):  # two test workers may both miss it: one builds, the other waits
+            if not (out / "mmproj-model.gguf").exists():
+                _write(out, Path(tokenizer_folder), shape, seed, outtype, script, build, runner)
+    return out
+
+
+def _write(out: Path, tokenizer_folder: Path, shape: dict, seed: int, outtype: str, script: Path,
+           build, runner: str) -> None:
     work = out.with_name(out.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
-    hf = build(work / "hf", Path(tokenizer_folder), shape, seed)
+    hf = build(work / "hf", tokenizer_folder, shape, seed)
     env = {k: v for k, v in os.environ.items() if k != "NO_LOCAL_GGUF"}  # the converter's own gguf-py
     for extra in ([], ["--mmproj"]):
         subprocess.run([sys.executable, "-c", runner, str(script), str(hf), "--outfile",
@@ -130,7 +138,6 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
     shutil.rmtree(hf)
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)
-    return out
 
 
 def _build_hf(out: Path, tokenizer_folder: Path, shape: dict, seed: int) -> Path:

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import ModelLoadError
+from .cache_lock import building
 from .gguf_header import read_header
 
 TEXT_ALIASES = {"qwen2vl": "qwen2"}
@@ -25,8 +26,18 @@ tokenizer are Qwen2's)."""
 
 def read_metadata(gguf_path: Path, out_dir: Path) -> Path:
     """`out_dir` holding config.json and the tokenizer files of `gguf_path` (written once)."""
-    if (out_dir / "config.json").is_file() and (out_dir / "tokenizer_config.json").is_file():
+    def done() -> bool:
+        return (out_dir / "config.json").is_file() and (out_dir / "tokenizer_config.json").is_file()
+
+    if done():
         return out_dir
+    with building(out_dir):  # another process may be writing it (two test workers read one tiny GGUF)
+        if not done():
+            _write_metadata(gguf_path, out_dir)
+    return out_dir
+
+
+def _write_metadata(gguf_path: Path, out_dir: Path) -> None:
     from transformers import AutoConfig, AutoTokenizer
 
     tmp = out_dir.with_name(out_dir.name + ".partial")
@@ -44,7 +55,6 @@ def read_metadata(gguf_path: Path, out_dir: Path) -> Path:
         raise ModelLoadError(f"could not read the config and tokenizer of {gguf_path.name}: {e}") from e
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
-    return out_dir
 
 
 def _text_alias(gguf_path: Path, out: Path) -> Path | None:

@@ -22,6 +22,19 @@ LONG = SamplingParams(temperature=0, max_tokens=900, ignore_stop=True)
 uses it stops its replies, so the length costs no time."""
 
 
+def pace(monkeypatch, engine: Engine, seconds: float = 0.02) -> None:
+    """Make each model call of `engine` take `seconds` longer, for this test: a LONG reply then lasts
+    seconds (400 calls), not the second or so the tiny model takes, so it is still streaming when the
+    test, slowed by a busy machine (another test worker beside it), gets to stop it."""
+    import time
+
+    backend = engine._worker.backend
+    for name in ("forward", "forward_batch", "step"):
+        real = getattr(backend, name, None)
+        if real is not None:
+            monkeypatch.setattr(backend, name, lambda *a, real=real, **k: (time.sleep(seconds), real(*a, **k))[1])
+
+
 @pytest.fixture(scope="module")
 def gui_engine(tiny_models) -> Engine:
     """The tiny llama on torch in float32, shared by a test module."""

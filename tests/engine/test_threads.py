@@ -1,4 +1,5 @@
-"""Torch's thread count and OpenMP wait policy: set before torch loads, CONFAB_THREADS overrides."""
+"""Torch's thread count and OpenMP wait policy: set before torch loads, CONFAB_THREADS overrides; llama.cpp's
+threads as asked, and a change of its count mid-reply changes no token."""
 
 from __future__ import annotations
 
@@ -75,6 +76,31 @@ def test_llama_cpp_computes_on_the_threads_asked_for(make_engine, tiny_models):
     pytest.importorskip("llama_cpp")
     engine = make_engine(tiny_models["llama"], "llamacpp", threads=1)
     assert engine._worker.backend.threads == 1
+
+
+def test_replies_keep_their_tokens_when_llama_cpp_changes_its_threads_mid_reply(make_engine, tiny_models,
+                                                                              monkeypatch):
+    """The thread policy drops or adds a decode thread mid-reply when a neighbour takes a core (another
+    test worker, say): every reply must still be the one a fixed count gives (ggml splits an op's rows
+    among its threads, never one row's sum; the bundled model's logits were bitwise equal too)."""
+    pytest.importorskip("llama_cpp")
+    from engine import SamplingParams
+    from engine.backends.thread_policy import ThreadPolicy
+    from tests.engine.helpers import token_ids
+
+    params = SamplingParams(temperature=0, max_tokens=48, ignore_stop=True)
+    prompts = [list(range(100 + 7 * i, 130 + 7 * i)) for i in range(4)]
+
+    def replies(engine) -> list[list[int]]:
+        sessions = [engine.open_session() for _ in prompts]
+        streams = [s.generate(p, params) for s, p in zip(sessions, prompts)]  # decoded in joint rounds
+        return [token_ids(stream) for stream in streams]
+
+    fixed = replies(make_engine(tiny_models["llama"], "llamacpp", threads=2))
+    calls = []
+    monkeypatch.setattr(ThreadPolicy, "record", lambda self, seconds, tokens: calls.append(tokens) or 1 + len(calls) % 2)
+    assert replies(make_engine(tiny_models["llama"], "llamacpp", threads=2)) == fixed
+    assert len(calls) > 20, "the count changed after every decode call"
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, "2"])

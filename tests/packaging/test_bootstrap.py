@@ -364,3 +364,46 @@ def test_a_cuda_build_that_does_not_load_says_so_and_the_cpu_build_follows(gpu_m
     assert "Trying the next build instead: this CPU's own instructions" in err and "C/C++ compiler" not in err
     assert "built, but it does not load" in bootstrap.llama_log("cuda").read_text()
     assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS]
+
+
+@pytest.mark.parametrize("args, cpus, added", [
+    ([], 2, ["-n", "2", "--dist", "loadfile"]),  # one worker per CPU, a file's tests together
+    (["tests/engine", "-k", "mlx"], 8, ["-n", "8", "--dist", "loadfile"]),
+    ([], 1, []),  # one CPU: one process, as before
+    ([], None, []),  # os.cpu_count() could not tell
+    (["-n", "0"], 2, []),  # the user's own choice, serial
+    (["-n0"], 2, []),
+    (["-n", "3"], 2, []),
+    (["--numprocesses=auto"], 2, []),
+    (["-p", "no:xdist"], 2, []),
+    (["--pdb"], 2, []),  # a debugger needs the one process
+    (["--dist", "load"], 4, ["-n", "4"]),
+])
+def test_the_test_command_runs_one_worker_per_cpu_unless_told(args, cpus, added):
+    assert bootstrap.test_workers(args, cpus) == added
+    assert bootstrap.test_workers(args, cpus, memory=64 << 30) == added  # memory enough for every worker
+
+
+@pytest.mark.parametrize("cpus, gib, added", [
+    (16, 16, ["-n", "3", "--dist", "loadfile"]),  # no more workers than memory holds (5 GB each)
+    (2, 9, []),  # one worker's memory: one process
+    (2, 10, ["-n", "2", "--dist", "loadfile"]),
+])
+def test_the_test_command_starts_no_more_workers_than_memory_holds(cpus, gib, added):
+    assert bootstrap.test_workers([], cpus, memory=gib << 30) == added
+
+
+def test_this_machines_memory_is_known():
+    assert bootstrap.physical_memory() > 1 << 30
+
+
+def test_the_test_command_puts_its_workers_before_the_users_arguments(checkout, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda extras: Path("/venv/bin/python"))
+    monkeypatch.setattr(bootstrap.subprocess, "call", lambda command, cwd: calls.append(command) or 0)
+    monkeypatch.setattr(bootstrap.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(bootstrap, "physical_memory", lambda: 16 << 30)
+    assert bootstrap.main(["test", "tests/engine"]) == 0
+    assert bootstrap.main(["test", "-n", "0"]) == 0
+    assert calls == [["/venv/bin/python", "-m", "pytest", "-n", "2", "--dist", "loadfile", "tests/engine"],
+                     ["/venv/bin/python", "-m", "pytest", "-n", "0"]]

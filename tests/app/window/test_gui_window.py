@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from app.store import open_store
-from tests.app.gui_fixtures import LONG, bridge, gui_engine, window  # noqa: F401 (fixtures)
+from tests.app.gui_fixtures import LONG, bridge, gui_engine, pace, window  # noqa: F401 (fixtures)
 
 REPLY_TIMEOUT = 30_000
 
@@ -113,8 +113,9 @@ def test_edit_and_resend_continues_from_the_edited_message(qtbot, window, tmp_pa
         ("user", "complete", "Edited question"), ("assistant", "complete", "")]
 
 
-def test_two_conversations_stream_while_switching(qtbot, window, tmp_path):
+def test_two_conversations_stream_while_switching(qtbot, window, gui_engine, tmp_path, monkeypatch):
     window.bridge.params = LONG
+    pace(monkeypatch, gui_engine)  # both replies outlast the switch: the first one ended before its stop once
     type_and_enter(qtbot, window, "First")
     qtbot.waitUntil(lambda: titles(window) == ["First"], timeout=5_000)
     first = window.current_id
