@@ -17,13 +17,23 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-BUSY_LOOP = "while True: pass"
+BUSY_LOOP = ("import os, sys\n"
+             "while os.getppid() == int(sys.argv[1]):\n"
+             "    for _ in range(1_000_000): pass\n")
+"""Spins until stopped, or until the bench that started it (its pid the argument) is gone: a bench killed
+before its `finally` (SIGTERM, SIGKILL, a crashed test worker) left a `while True: pass` taking a core
+for good (one ran for over an hour beside the test suite)."""
+
+
+def busy_loop_command() -> list[str]:
+    """The busy neighbour's command line: it ends by itself once this process is gone."""
+    return [sys.executable, "-c", BUSY_LOOP, str(os.getpid())]
 
 
 @contextmanager
 def busy_neighbour() -> Iterator[subprocess.Popen]:
     """A CPU-bound process on this process's last usable core, stopped on exit."""
-    proc = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
+    proc = subprocess.Popen(busy_loop_command())
     try:
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(proc.pid, {max(os.sched_getaffinity(0))})

@@ -4,7 +4,13 @@ one line with exit status 1, whichever bench ran."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 from engine import ModelLoadError
@@ -53,3 +59,31 @@ def test_the_agents_bench_runs_the_eight_sessions_its_help_names(monkeypatch):
     assert main(["bench", "--agents", "--json"]) == 0
     assert main(["bench", "--agents", "--json", "--sessions", "4"]) == 0
     assert asked == [8, 4]  # it ran 16, the largest of the decode bench's default counts
+
+
+
+def test_the_busy_neighbour_ends_when_the_bench_that_started_it_is_killed():
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, time\n"
+                               "from engine.bench.contended import busy_loop_command\n"
+                               "p = subprocess.Popen(busy_loop_command())\n"
+                               "print(p.pid, flush=True)\ntime.sleep(60)"], stdout=subprocess.PIPE, text=True,
+                              cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    busy = int(parent.stdout.readline())
+    parent.kill()  # no `finally` runs in the bench: the loop must notice on its own
+    parent.wait()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _running(busy):
+            time.sleep(0.1)
+        assert not _running(busy), "the busy loop outlived the bench that started it"
+    finally:
+        if _running(busy):
+            psutil.Process(busy).kill()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
