@@ -24,26 +24,33 @@ LINEAR_ELEMENTS = LAYERS * sum(shape[0] * shape[1] for shape, _ in LINEARS.value
 
 
 def write_tiny_gguf(path: Path, bundled: Path, seed: int = 0) -> Path:
+    """`bundled`: the bundled model's GGUF, or a GGUF of its tokenizer fields alone (the GPU proof's
+    vocab.gguf); only its tokenizer is read, so both give the same file."""
     import gguf
     from gguf.quants import quantize
 
     reader = gguf.GGUFReader(str(bundled))
     writer = gguf.GGUFWriter(str(path), "llama")
-    sizes = {"llama.block_count": LAYERS, "llama.embedding_length": HIDDEN, "llama.feed_forward_length": FFN,
-             "llama.attention.head_count": HEADS, "llama.attention.head_count_kv": KV_HEADS,
-             "llama.rope.dimension_count": HIDDEN // HEADS, "llama.context_length": 2048}
+    U32, F32 = gguf.GGUFValueType.UINT32, gguf.GGUFValueType.FLOAT32
+    shape = {"llama.block_count": LAYERS, "llama.context_length": 2048, "llama.embedding_length": HIDDEN,
+             "llama.feed_forward_length": FFN, "llama.attention.head_count": HEADS,
+             "llama.attention.head_count_kv": KV_HEADS, "llama.vocab_size": VOCAB,
+             "llama.rope.dimension_count": HIDDEN // HEADS}
+    for key, value in shape.items():
+        writer.add_key_value(key, value, U32)
+    writer.add_key_value("llama.rope.freq_base", 100000.0, F32)  # the bundled model's
+    writer.add_key_value("llama.attention.layer_norm_rms_epsilon", 1e-5, F32)
     tokens = reader.fields["tokenizer.ggml.tokens"].contents()[:VOCAB]
     known = set(tokens)
     merges = [m for m in reader.fields["tokenizer.ggml.merges"].contents()
               if m.replace(" ", "", 1) in known and all(part in known for part in m.split(" ", 1))]
-    sizes.update({"llama.vocab_size": VOCAB, "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.merges": merges,
-                  "tokenizer.ggml.token_type": reader.fields["tokenizer.ggml.token_type"].contents()[:VOCAB]})
+    cut = {"tokenizer.ggml.tokens": tokens, "tokenizer.ggml.merges": merges,
+           "tokenizer.ggml.token_type": reader.fields["tokenizer.ggml.token_type"].contents()[:VOCAB]}
     for key, field in reader.fields.items():
-        if key.startswith("GGUF.") or key == "general.architecture":
-            continue
-        types = field.types
-        value = sizes.get(key, field.contents())
-        writer.add_key_value(key, value, types[0], sub_type=types[1] if len(types) > 1 else None)
+        if key.startswith("tokenizer."):
+            types = field.types
+            writer.add_key_value(key, cut.get(key, field.contents()), types[0],
+                                 sub_type=types[1] if len(types) > 1 else None)
     rng = np.random.default_rng(seed)
     vocab = VOCAB
 

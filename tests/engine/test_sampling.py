@@ -115,18 +115,19 @@ PENALIZED = dict(repetition_penalty=1.5, presence_penalty=1.0, frequency_penalty
 def test_penalties_reach_the_logits_and_keep_to_their_window_on_every_backend(tiny_engine):
     # Negative frequency penalties pull a greedy reply onto the tokens it counts in the window,
     # outweighing the tiny model's logits: with the whole session that is the most frequent token
-    # (300, 20 times); with the last 24 only 301 and 302, and 300 never comes back.
-    prompt = [300] * 20 + [301] * 12 + [302] * 12
+    # (300, 40 times); with the last 48 only 301 and 302, and 300 never comes back. The counts are
+    # large enough (a boost of 48) for the tiny models with 64-wide heads too, whose logits spread wider.
+    prompt = [300] * 40 + [301] * 24 + [302] * 24
     params = SamplingParams(temperature=0, max_tokens=12, ignore_stop=True, frequency_penalty=-2.0)
     with tiny_engine.open_session() as session:
         replies = {}
-        for last_n, penalty in (("plain", 0.0), (-1, -2.0), (24, -2.0)):
+        for last_n, penalty in (("plain", 0.0), (-1, -2.0), (48, -2.0)):
             session.reset()
-            asked = replace(params, frequency_penalty=penalty, repeat_last_n=24 if last_n == "plain" else last_n)
+            asked = replace(params, frequency_penalty=penalty, repeat_last_n=48 if last_n == "plain" else last_n)
             replies[last_n] = token_ids(session.generate(prompt, asked))
     assert not set(replies["plain"]) <= {300, 301, 302}
     assert replies[-1][0] == 300
-    assert set(replies[24]) <= {301, 302}
+    assert set(replies[48]) <= {301, 302}
 
 
 def test_penalized_seeded_replies_repeat_exactly_on_every_backend(tiny_engine):
