@@ -11,6 +11,11 @@ a busy machine, so this watches the time of each decode call and:
   core. The best outlives other shapes in between: a neighbour that arrived during a prompt read
   must not become the decode's new normal (two engine processes kept 0.17× each that way). It
   expires, so a reply whose calls slow as its context grows is never taken for a neighbour;
+- keeps that drop only if one thread fewer is faster (by `gain`) than the calls that made it drop;
+  otherwise it goes back, and those slower calls are the new normal. A light neighbour (the HTTP
+  clients of `engine serve` on the same two cores) slows calls by 1.4× now and then without making
+  one thread fewer any faster: a policy that dropped on every jump see-sawed between one and two
+  threads every few seconds and served 8 clients at 93–150 tok/s where two threads kept gave 160–180;
 - probes one thread more after `probe_s` seconds, keeps it if calls got faster (by `gain`), and
   otherwise goes back and waits twice as long before the next probe (up to `max_probe_s`).
 
@@ -81,7 +86,9 @@ class ThreadPolicy:
         self.memory_s = memory_s
         self._best: dict[tuple[int, int], tuple[float, float]] = {}  # (shape, threads) -> (median, when)
         self._changed_at = clock()
-        self._probing_from: Optional[tuple[int, float]] = None  # (count, its mean) while a probe runs
+        self._probing_from: Optional[tuple[int, float, float]] = None
+        """(count, its mean, its median) before a probe of one thread more or a drop to one fewer (for
+        a drop, the median of the slower half of its calls)."""
 
     def record(self, seconds: float, tokens: int, cpu_seconds: Optional[float] = None) -> Optional[int]:
         """One decode call took `seconds` for `tokens` tokens (and `cpu_seconds` of this process's
@@ -90,7 +97,8 @@ class ThreadPolicy:
             self._shape, self._recent, self._cpu = tokens, [], []
             self._probing_from = None
             return None
-        if self._probing_from is not None and seconds > STALL * self._probing_from[1]:
+        probing = self._probing_from
+        if probing is not None and probing[0] < self.threads and seconds > STALL * probing[1]:
             return self._fail_probe()  # one stall settles it: the next could last seconds too
         self._recent = (self._recent + [seconds])[-WINDOW:]
         self._cpu = (self._cpu + [cpu_seconds])[-WINDOW:]
@@ -98,12 +106,18 @@ class ThreadPolicy:
             return None
         now = statistics.median(self._recent)
         if self._probing_from is not None:
+            if self._probing_from[0] > self.threads:
+                return self._end_drop(now)
             return self._end_probe(statistics.fmean(self._recent), now)
         best = self._remember(now)
         if self.threads > 1 and (now > self.jump * best or self._starved()):
+            # the drop is judged against the slower half of this window: its first calls may be from
+            # before the neighbour came
+            slower = statistics.median(sorted(self._recent)[len(self._recent) // 2:])
+            self._probing_from = (self.threads, statistics.fmean(self._recent), slower)
             return self._set(self.threads - 1)
         if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
-            self._probing_from = (self.threads, statistics.fmean(self._recent))
+            self._probing_from = (self.threads, statistics.fmean(self._recent), now)
             return self._set(self.threads + 1)
         return None
 
@@ -135,6 +149,18 @@ class ThreadPolicy:
             self._best[(self._shape, self.threads)] = (median, self.clock())  # the neighbour stays: the new best
             return None
         return self._fail_probe()
+
+    def _end_drop(self, median: float) -> Optional[int]:
+        """After a drop: keep it if one thread fewer is faster than the calls that made it drop;
+        else go back to them, and take their time as this count's best (the neighbour is light and
+        stays: comparing with the quiet time again would drop at once, and again)."""
+        before, _, before_median = self._probing_from
+        self._probing_from = None
+        if median <= (1 - self.gain) * before_median:  # medians: the drop was decided on one
+            self._best[(self._shape, self.threads)] = (median, self.clock())
+            return None
+        self._best[(self._shape, before)] = (before_median, self.clock())
+        return self._set(before)
 
     def _fail_probe(self) -> int:
         count = self._probing_from[0] if self._probing_from else self.threads - 1

@@ -202,3 +202,36 @@ def test_one_stalled_call_ends_a_probe_at_once():
     clock.now += 5.0
     assert feed(policy, clock, 0.040, calls=1) == [2]
     assert feed(policy, clock, 0.020, calls=1) + feed(policy, clock, 2.0, calls=1) == [1]
+
+
+def test_a_drop_that_is_not_faster_goes_back_and_takes_the_slower_time_as_normal():
+    """A light neighbour (the HTTP clients of `engine serve` on the same two cores) slows calls now and
+    then by 1.4× without making one thread any faster: the drop goes back, and stays back. Before, the
+    policy kept every drop and see-sawed between one and two threads every few seconds (8 clients at
+    93–150 tok/s where two threads kept gave 160–180)."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)  # quiet at 2 threads
+    assert feed(policy, clock, 0.015) == [1]  # 1.5×: a neighbour?
+    assert feed(policy, clock, 0.016) == [2]  # one thread is no faster: back to 2
+    assert feed(policy, clock, 0.015, calls=1000) == [] and policy.threads == 2  # the new normal
+
+
+def test_a_drop_under_a_heavy_neighbour_is_kept():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    assert feed(policy, clock, 0.030) == [1]  # a busy core: two threads wait at every barrier
+    assert feed(policy, clock, 0.020, calls=3 * WINDOW) == []  # one thread is faster: kept
+    assert policy.threads == 1
+
+
+def test_a_stall_right_after_a_drop_does_not_undo_it():
+    """The stall rule ends probes of one thread more; one thread fewer cannot wait at a barrier for a
+    descheduled partner, so a slow call after a drop is the neighbour, not the count."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    assert feed(policy, clock, 0.050) == [1]
+    assert feed(policy, clock, 0.020, calls=1) + feed(policy, clock, 0.200, calls=1) == []
+    assert policy.threads == 1
