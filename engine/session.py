@@ -25,6 +25,7 @@ from .errors import (
     SessionPoisonedError,
 )
 from . import image_prompt
+from .chunk_queue import ChunkQueue
 from .handle import Failed, SessionHandle
 from .types import Chunk, EngineConfig, Reply, SamplingParams
 
@@ -104,6 +105,35 @@ class Stream:
                         return self._out.get_nowait()
                     except queue.Empty:
                         return Failed(EngineError("the engine stopped before this reply finished"))
+
+    def listen(self, fn: Callable[["Chunk | Failed"], None]) -> None:
+        """Hand each chunk (or the `Failed` that ends the reply) to `fn` as it is made, instead of
+        keeping it for iteration; chunks made before this go first, in order. `fn` runs on the
+        thread that makes the chunk (the engine's): it must return at once and never call back into
+        the stream, as `loop.call_soon_threadsafe` does (engine/chunk_queue.py says why). Do not
+        iterate the stream afterwards; `engine_alive` tells a listener whether chunks can still come."""
+        def deliver(item: "Chunk | Failed") -> None:
+            if isinstance(item, Failed) or item.finish_reason is not None:
+                self._done = True
+            fn(item)
+
+        if isinstance(self._out, ChunkQueue):
+            self._out.listen(deliver)
+            return
+        threading.Thread(target=self._pump, args=(deliver,), name="confab-stream-pump", daemon=True).start()
+
+    def _pump(self, deliver: Callable[["Chunk | Failed"], None]) -> None:
+        """Where the queue cannot hand chunks on itself: a thread waits on it."""
+        while True:
+            item = self._next_item()
+            deliver(item)
+            if isinstance(item, Failed) or item.finish_reason is not None:
+                return
+
+    def engine_alive(self) -> bool:
+        """False once the engine thread has stopped (a listener's backstop: the thread ends every
+        stream with a last chunk or an error before it stops)."""
+        return self._alive is None or self._alive()
 
     def admitted(self, timeout: Optional[float] = None) -> None:
         """Wait until the engine has admitted this turn; raise its CapacityError if it was refused.
@@ -249,7 +279,7 @@ class Session(SessionHandle):
             )
         guide = self._engine._guides.start(params.constraint) if params.constraint is not None else None
         cancel = self._begin()
-        out: "queue.Queue[Chunk | Failed]" = queue.Queue()
+        out: "queue.Queue[Chunk | Failed]" = ChunkQueue()
         try:
             requested = time.perf_counter()  # time to first token counts the wait in the queue too
             started = self._engine._post(lambda w: w.start_job(self, prompt, params, out, cancel, chat_text,

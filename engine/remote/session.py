@@ -18,6 +18,7 @@ from typing import Any, Optional, Protocol
 import httpx
 import openai
 
+from ..chunk_queue import ChunkQueue
 from ..reply.reasoning import ThinkSplitter
 from ..errors import InvalidRequestError, SessionClosedError, StateFileError
 from ..handle import Failed, SessionHandle
@@ -85,7 +86,7 @@ class RemoteSession(SessionHandle):
         if not messages:
             raise InvalidRequestError("the conversation is empty")
         cancel = self._begin()
-        out: "queue.Queue[Chunk | Failed]" = queue.Queue()
+        out: "queue.Queue[Chunk | Failed]" = ChunkQueue()
         sent = [{k: openai_content(v) if k == "content" else v for k, v in m.items() if k != "reasoning"}
                 for m in messages]  # images as data URLs, checked here as a local engine checks them
         threading.Thread(target=self._read, args=(sent, params, out, cancel),

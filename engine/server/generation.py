@@ -9,12 +9,12 @@ them; there is no lock around it). Closing a reply early cancels it at the next 
 from __future__ import annotations
 
 import asyncio
-import threading
 from dataclasses import dataclass
 from typing import AsyncIterator, Optional, Sequence
 
 from .. import Chunk, Engine, GenerationStats, SamplingParams, Stream
-from ..errors import CapacityError
+from ..errors import CapacityError, EngineError
+from ..handle import Failed
 from ..reply.text import clean
 from . import limits
 from .errors import APIError, bad_request, capacity_full
@@ -58,6 +58,10 @@ class Piece:
     reasoning: str = ""
     """Reasoning text of a thinking model, sent apart as `reasoning_content` (stop strings apply
     only to the answer)."""
+
+
+ENGINE_WATCH_S = 1.0
+"""How often a running reply checks that the engine thread is still there (`Reply._check_engine`)."""
 
 
 class _Failure:
@@ -137,22 +141,29 @@ class Reply:
         self._queue: "asyncio.Queue[Chunk | _Failure]" = asyncio.Queue()
         self._released = False
         self._failed = False
-        self._thread = threading.Thread(target=self._pump, name="confab-server-reply", daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        """Pump thread: engine chunks into the loop's queue, until the last chunk or an error."""
-        try:
-            for chunk in self._stream:
-                self._post(chunk)
-        except BaseException as e:  # the session failed in a forward: the reply ends with an error
-            self._post(_Failure(e))
+        self._ended = False
+        # the engine thread hands each chunk to the loop itself: no thread per reply (chunk_queue.py)
+        stream.listen(self._post)
+        self._watch = self._loop.call_later(ENGINE_WATCH_S, self._check_engine)
 
     def _post(self, item) -> None:
+        """On the engine thread: a chunk, or the error that ends the reply, into the loop's queue."""
+        if isinstance(item, Failed):  # the session failed in a forward: the reply ends with an error
+            item = _Failure(item.error)
         try:
             self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
         except RuntimeError:  # the loop is gone (server stopped): nobody is listening
             pass
+
+    def _check_engine(self) -> None:
+        """A backstop on the loop: the engine thread ends every reply before it stops, but if it died
+        without doing so, the reply ends with an error instead of waiting for ever."""
+        if self._ended:
+            return
+        if not self._stream.engine_alive():
+            self._queue.put_nowait(_Failure(EngineError("the engine stopped before this reply finished")))
+            return
+        self._watch = self._loop.call_later(ENGINE_WATCH_S, self._check_engine)
 
     async def pieces(self) -> AsyncIterator[Piece]:
         """The reply's text as it comes, stop strings applied; ends with the finishing piece."""
@@ -194,6 +205,8 @@ class Reply:
         if self._released:
             return
         self._released = True
+        self._ended = True
+        self._watch.cancel()
         self._stream.close()
         self._pool.release(self.lease, discard=self._failed)
 
