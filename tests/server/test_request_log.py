@@ -3,6 +3,8 @@ path, client, status, tokens, time and the reason behind a refusal, streamed rep
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import openai
 
@@ -13,14 +15,17 @@ CHAT = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_t
 
 def test_each_request_is_logged_as_it_ends_with_its_tokens(serve, tiny_engine):
     log = RequestLog()
-    heard = []
-    log.listen(heard.append)
+    heard, both = [], threading.Event()
+    log.listen(lambda entry: (heard.append(entry), len(heard) == 2 and both.set()))
     server = serve(tiny_engine, request_log=log)
     client = openai.OpenAI(base_url=server.url, api_key="none")
     reply = client.chat.completions.create(**{**CHAT, "model": tiny_engine.source})
     stream = client.chat.completions.create(**{**CHAT, "model": tiny_engine.source}, stream=True,
                                             stream_options={"include_usage": True})
     streamed_usage = [c.usage for c in stream if c.usage][-1]
+    # a streamed request is logged once its response has ended on the server, which may be just
+    # after the client read its last event (this read the log too early once, in a shuffled run)
+    assert both.wait(10)
     whole, streamed = log.entries()
     assert heard == [whole, streamed]
     assert (whole.method, whole.path, whole.status) == ("POST", "/v1/chat/completions", 200)
