@@ -52,10 +52,15 @@ STALL = 3.0
 """A probe's call this many times the count's mean before it ends the probe at once."""
 
 
-def starting_threads(max_threads: int, load: Optional[float] = None, cores: Optional[int] = None) -> int:
-    """Threads to start with: all of them, unless the machine is already oversubscribed (a load
-    average over its cores), then their share. The probes move up from there if that is faster.
-    Where the load average is not known (Windows), all of them."""
+def starting_threads(max_threads: int, load: Optional[float] = None, cores: Optional[int] = None,
+                     busy: Optional[float] = None) -> int:
+    """Threads to start with: all of them, unless the machine is crowded, then their share (the cores
+    over the load average). Crowded takes two signs: a load average over the cores, and the cores
+    busy right now (`busy`, a 0.1-s sample taken only then) at least `BUSY_NOW` of them. A load
+    average alone is a minute's memory: `engine serve` started just after a benchmark of
+    llama-server had ended began on one thread of two and read a 1,500-token prompt in 17 s, not 8.
+    Where the load average is not known (Windows), all of them. The probes move up from a start
+    that was too low, but only once replies are decoding."""
     if load is None:
         try:
             load = os.getloadavg()[0]
@@ -64,7 +69,22 @@ def starting_threads(max_threads: int, load: Optional[float] = None, cores: Opti
     cores = cores or os.cpu_count() or 1
     if load <= cores:
         return max_threads
+    if busy is None:
+        busy = busy_cores(cores)
+    if busy < BUSY_NOW * cores:
+        return max_threads
     return max(1, min(max_threads, int(max_threads * cores / load)))
+
+
+BUSY_NOW = 0.75
+"""Share of the cores that must be busy at start, beside a high load average, to start with fewer threads."""
+
+
+def busy_cores(cores: int, seconds: float = 0.1) -> float:
+    """How many cores the machine keeps busy now (all programs; this one is loading, not computing)."""
+    import psutil
+
+    return psutil.cpu_percent(interval=seconds) / 100 * cores
 
 
 class ThreadPolicy:

@@ -187,9 +187,25 @@ def test_a_probe_whose_calls_stall_now_and_then_is_not_kept():
 def test_a_crowded_machine_starts_with_its_share_of_threads():
     assert starting_threads(2, load=0.5, cores=2) == 2  # quiet
     assert starting_threads(2, load=2.0, cores=2) == 2  # busy, not crowded
-    assert starting_threads(2, load=9.0, cores=2) == 1  # a load average of 9 on two cores
-    assert starting_threads(16, load=20.0, cores=16) == 12
-    assert starting_threads(1, load=50.0, cores=2) == 1
+    assert starting_threads(2, load=9.0, cores=2, busy=2.0) == 1  # a load average of 9 on two cores
+    assert starting_threads(16, load=20.0, cores=16, busy=16.0) == 12
+    assert starting_threads(1, load=50.0, cores=2, busy=2.0) == 1
+
+
+def test_a_load_average_that_remembers_work_that_has_ended_keeps_every_thread():
+    """The load average is a minute's memory: just after a benchmark ended it still says 2.3 on two
+    cores, while the cores are idle. Started on one thread, the server read prompts at half speed."""
+    assert starting_threads(2, load=2.3, cores=2, busy=0.1) == 2
+    assert starting_threads(2, load=2.3, cores=2, busy=1.9) == 1
+
+
+def test_the_cores_busy_now_are_sampled_only_when_the_load_average_is_high(monkeypatch):
+    from engine.backends import thread_policy
+
+    sampled = []
+    monkeypatch.setattr(thread_policy, "busy_cores", lambda cores: sampled.append(cores) or 0.0)
+    assert starting_threads(2, load=1.0, cores=2) == 2 and sampled == []
+    assert starting_threads(2, load=3.0, cores=2) == 2 and sampled == [2]
     assert ThreadPolicy(2, Clock(), start=1).threads == 1
 
 
