@@ -18,28 +18,54 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 BEAT = b": keep-alive\n\n"
 
 
+class _Raised:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_END = object()
+_BEAT = object()
+
+
 async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = None,
                      beat: bytes = BEAT) -> AsyncIterator[bytes]:
     """`source`'s chunks, with `beat` whenever `every_s` (EVERY_S) pass without one. Closing this
-    closes `source` (a client gone cancels the reply, as without the beats)."""
+    closes `source` (a client gone cancels the reply, as without the beats).
+
+    One task per stream reads `source`, and a timer, moved on at every chunk, puts a beat in its
+    place: before, a task and an `asyncio.wait` per chunk cost the event loop about as much as the
+    chunk itself, on the two cores the model computes on."""
     every_s = every_s or EVERY_S
-    chunks = source.__aiter__()
-    waiting: Optional[asyncio.Future] = None
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Queue = asyncio.Queue()
+
+    async def read() -> None:
+        try:
+            async for chunk in source:
+                ready.put_nowait(chunk)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # the consumer raises it, as it would have read it
+            ready.put_nowait(_Raised(e))
+        ready.put_nowait(_END)
+
+    reader = asyncio.ensure_future(read())
+    timer = loop.call_later(every_s, ready.put_nowait, _BEAT)
     try:
         while True:
-            waiting = asyncio.ensure_future(chunks.__anext__())
-            while not (await asyncio.wait({waiting}, timeout=every_s))[0]:
-                yield beat
-            try:
-                chunk = waiting.result()
-            except StopAsyncIteration:
+            item = await ready.get()
+            timer.cancel()
+            if item is _END:
                 return
-            waiting = None
-            yield chunk
+            if isinstance(item, _Raised):
+                raise item.error
+            yield beat if item is _BEAT else item
+            timer = loop.call_later(every_s, ready.put_nowait, _BEAT)
     finally:
-        if waiting is not None and not waiting.done():
-            waiting.cancel()  # into the source, which ends there (the reply is cancelled)
-            await asyncio.wait({waiting})
-        closing = getattr(chunks, "aclose", None)
+        timer.cancel()
+        if not reader.done():
+            reader.cancel()  # into the source, which ends there (the reply is cancelled)
+            await asyncio.wait({reader})
+        closing = getattr(source, "aclose", None)
         if closing is not None:
             await closing()
