@@ -197,6 +197,7 @@ def test_a_load_average_that_remembers_work_that_has_ended_keeps_every_thread():
     cores, while the cores are idle. Started on one thread, the server read prompts at half speed."""
     assert starting_threads(2, load=2.3, cores=2, busy=0.1) == 2
     assert starting_threads(2, load=2.3, cores=2, busy=1.9) == 1
+    assert starting_threads(2, load=2.3, cores=2, busy=0.9) == 1  # a bursty neighbour between bursts
 
 
 def test_the_cores_busy_now_are_sampled_only_when_the_load_average_is_high(monkeypatch):
