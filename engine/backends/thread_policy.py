@@ -78,10 +78,9 @@ def starting_threads(max_threads: int, load: Optional[float] = None, cores: Opti
 
 BUSY_NOW = 0.25
 """Share of the cores busy at start, beside a high load average, from which the engine starts with
-fewer threads: only a machine nearly idle now (work that has ended) gets every thread. At 0.75, a
-bursty neighbour caught between bursts (the other pytest-xdist worker) let engines start with every
-thread into its next burst: the suite took 16 min 07 s of pytest instead of 12 min 34 s, 1,919 s of
-user CPU instead of 1,494 (threads spinning at barriers)."""
+fewer threads: only a machine nearly idle now (the work the load average remembers has ended) gets
+every thread at once. A neighbour that works in bursts (another test worker, a build) may be caught
+between two of them by a 0.1-s sample; the probes add the threads back where that was too careful."""
 
 
 def busy_cores(cores: int, seconds: float = 0.1) -> float:
