@@ -117,18 +117,9 @@ class Stream:
                 self._done = True
             fn(item)
 
-        if isinstance(self._out, ChunkQueue):
-            self._out.listen(deliver)
-            return
-        threading.Thread(target=self._pump, args=(deliver,), name="confab-stream-pump", daemon=True).start()
-
-    def _pump(self, deliver: Callable[["Chunk | Failed"], None]) -> None:
-        """Where the queue cannot hand chunks on itself: a thread waits on it."""
-        while True:
-            item = self._next_item()
-            deliver(item)
-            if isinstance(item, Failed) or item.finish_reason is not None:
-                return
+        if not isinstance(self._out, ChunkQueue):
+            raise TypeError("only a stream over a ChunkQueue (every engine and remote session's) can be listened to")
+        self._out.listen(deliver)
 
     def engine_alive(self) -> bool:
         """False once the engine thread has stopped (a listener's backstop: the thread ends every

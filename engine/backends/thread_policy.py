@@ -109,38 +109,36 @@ class ThreadPolicy:
         self.memory_s = memory_s
         self._best: dict[tuple[int, int], tuple[float, float]] = {}  # (shape, threads) -> (median, when)
         self._changed_at = clock()
-        self._probing_from: Optional[tuple[int, float, float]] = None
-        """(count, its mean, its median) before a probe of one thread more or a drop to one fewer (for
-        a drop, the median of the slower half of its calls)."""
+        self._probing_from: Optional[tuple[int, float]] = None  # (count, its mean) while a probe runs
+        self._dropped_from: Optional[tuple[int, float]] = None
+        """(count, the median of the slower half of its calls) while a drop to one fewer is judged."""
 
     def record(self, seconds: float, tokens: int, cpu_seconds: Optional[float] = None) -> Optional[int]:
         """One decode call took `seconds` for `tokens` tokens (and `cpu_seconds` of this process's
         CPU time, where measured); the new thread count if it changes."""
         if tokens != self._shape:  # another batch shape: its times are not comparable
             self._shape, self._recent, self._cpu = tokens, [], []
-            self._probing_from = None
+            self._probing_from = self._dropped_from = None
             return None
-        probing = self._probing_from
-        if probing is not None and probing[0] < self.threads and seconds > STALL * probing[1]:
+        if self._probing_from is not None and seconds > STALL * self._probing_from[1]:
             return self._fail_probe()  # one stall settles it: the next could last seconds too
         self._recent = (self._recent + [seconds])[-WINDOW:]
         self._cpu = (self._cpu + [cpu_seconds])[-WINDOW:]
         if len(self._recent) < WINDOW:
             return None
         now = statistics.median(self._recent)
+        if self._dropped_from is not None:
+            return self._end_drop(now)
         if self._probing_from is not None:
-            if self._probing_from[0] > self.threads:
-                return self._end_drop(now)
             return self._end_probe(statistics.fmean(self._recent), now)
         best = self._remember(now)
         if self.threads > 1 and (now > self.jump * best or self._starved()):
             # the drop is judged against the slower half of this window: its first calls may be from
             # before the neighbour came
-            slower = statistics.median(sorted(self._recent)[len(self._recent) // 2:])
-            self._probing_from = (self.threads, statistics.fmean(self._recent), slower)
+            self._dropped_from = (self.threads, statistics.median(sorted(self._recent)[len(self._recent) // 2:]))
             return self._set(self.threads - 1)
         if self.threads < self.max_threads and self.clock() - self._changed_at >= self._wait_s:
-            self._probing_from = (self.threads, statistics.fmean(self._recent), now)
+            self._probing_from = (self.threads, statistics.fmean(self._recent))
             return self._set(self.threads + 1)
         return None
 
@@ -177,8 +175,8 @@ class ThreadPolicy:
         """After a drop: keep it if one thread fewer is faster than the calls that made it drop;
         else go back to them, and take their time as this count's best (the neighbour is light and
         stays: comparing with the quiet time again would drop at once, and again)."""
-        before, _, before_median = self._probing_from
-        self._probing_from = None
+        before, before_median = self._dropped_from
+        self._dropped_from = None
         if median <= (1 - self.gain) * before_median:  # medians: the drop was decided on one
             self._best[(self._shape, self.threads)] = (median, self.clock())
             return None

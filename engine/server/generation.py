@@ -64,11 +64,6 @@ ENGINE_WATCH_S = 1.0
 """How often a running reply checks that the engine thread is still there (`Reply._check_engine`)."""
 
 
-class _Failure:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 def interrupted(why: str) -> APIError:
     """A reply stopped before it finished: never "stop", so no client takes it for a whole reply."""
     status = 500 if why == DELETED else 503  # 503: the server is going away; retry once it is back
@@ -138,18 +133,15 @@ class Reply:
         self._matcher = StopMatcher(stops)
         self._prompt_len = prompt_len
         self._loop = asyncio.get_running_loop()
-        self._queue: "asyncio.Queue[Chunk | _Failure]" = asyncio.Queue()
+        self._queue: "asyncio.Queue[Chunk | Failed]" = asyncio.Queue()
         self._released = False
         self._failed = False
-        self._ended = False
         # the engine thread hands each chunk to the loop itself: no thread per reply (chunk_queue.py)
         stream.listen(self._post)
         self._watch = self._loop.call_later(ENGINE_WATCH_S, self._check_engine)
 
     def _post(self, item) -> None:
-        """On the engine thread: a chunk, or the error that ends the reply, into the loop's queue."""
-        if isinstance(item, Failed):  # the session failed in a forward: the reply ends with an error
-            item = _Failure(item.error)
+        """On the engine thread: a chunk, or the `Failed` that ends the reply, into the loop's queue."""
         try:
             self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
         except RuntimeError:  # the loop is gone (server stopped): nobody is listening
@@ -158,10 +150,10 @@ class Reply:
     def _check_engine(self) -> None:
         """A backstop on the loop: the engine thread ends every reply before it stops, but if it died
         without doing so, the reply ends with an error instead of waiting for ever."""
-        if self._ended:
+        if self._released:
             return
         if not self._stream.engine_alive():
-            self._queue.put_nowait(_Failure(EngineError("the engine stopped before this reply finished")))
+            self._queue.put_nowait(Failed(EngineError("the engine stopped before this reply finished")))
             return
         self._watch = self._loop.call_later(ENGINE_WATCH_S, self._check_engine)
 
@@ -171,7 +163,7 @@ class Reply:
         try:
             while True:
                 item = await self._queue.get()
-                if isinstance(item, _Failure):
+                if isinstance(item, Failed):  # the session failed in a forward, or the engine stopped
                     self._failed = True
                     raise APIError(500, f"the reply failed: {item.error}", "generation_failed", "server_error")
                 generated += len(item.token_ids)
@@ -205,7 +197,6 @@ class Reply:
         if self._released:
             return
         self._released = True
-        self._ended = True
         self._watch.cancel()
         self._stream.close()
         self._pool.release(self.lease, discard=self._failed)

@@ -12,15 +12,12 @@ from __future__ import annotations
 import asyncio
 from typing import AsyncIterator, Optional
 
+from ..handle import Failed
+
 EVERY_S = 5.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 """Headers of every event stream: no caching, and no buffering by a proxy in front (nginx)."""
 BEAT = b": keep-alive\n\n"
-
-
-class _Raised:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 _END = object()
@@ -43,10 +40,8 @@ async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = No
         try:
             async for chunk in source:
                 ready.put_nowait(chunk)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as e:  # the consumer raises it, as it would have read it
-            ready.put_nowait(_Raised(e))
+        except Exception as e:  # the consumer raises it, as it would have read it
+            ready.put_nowait(Failed(e))
         ready.put_nowait(_END)
 
     reader = asyncio.ensure_future(read())
@@ -57,7 +52,7 @@ async def keep_alive(source: AsyncIterator[bytes], every_s: Optional[float] = No
             timer.cancel()
             if item is _END:
                 return
-            if isinstance(item, _Raised):
+            if isinstance(item, Failed):
                 raise item.error
             yield beat if item is _BEAT else item
             timer = loop.call_later(every_s, ready.put_nowait, _BEAT)

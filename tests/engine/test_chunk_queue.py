@@ -3,14 +3,11 @@ in order, none lost between queueing and listening, and a listener's failure nev
 
 from __future__ import annotations
 
-import queue
 import threading
 
 from engine import SamplingParams
 from engine.chunk_queue import ChunkQueue
 from engine.handle import Failed
-from engine.session import Stream
-from engine.types import Chunk
 
 GREEDY = SamplingParams(temperature=0, max_tokens=12, ignore_stop=True)
 
@@ -52,12 +49,3 @@ def test_a_reply_handed_to_a_listener_is_the_reply_read_by_iteration(tiny_engine
         b.generate([5, 6, 7], GREEDY).listen(take)
         assert done.wait(60)
         assert [c.token_ids for c in handed] == iterated
-
-
-def test_a_stream_over_a_plain_queue_is_handed_on_by_a_thread_of_its_own():
-    out: queue.Queue = queue.Queue()
-    stream, got, done = Stream(out, threading.Event()), [], threading.Event()
-    stream.listen(lambda item: (got.append(item), item.finish_reason and done.set()))
-    out.put(Chunk("a", (1,)))
-    out.put(Chunk("b", (2,), "stop"))
-    assert done.wait(10) and [c.text for c in got] == ["a", "b"]
