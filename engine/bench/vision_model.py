@@ -109,7 +109,7 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
     `family` "smolvlm" (with TINY's or SMOLVLM_256M's shapes) or "qwen2vl" (TINY_QWEN2VL's)."""
     import inspect
 
-    from engine.models.cache_lock import building
+    from engine.models.cache_lock import build_once
     from engine.models.sources import cache_dir
 
     build, runner, name = ((_build_hf, _RUN_CONVERTER, "vision") if family == "smolvlm" else
@@ -119,10 +119,9 @@ def tiny_vision_model(tokenizer_folder: Path, shape: dict = TINY, seed: int = 0,
                          + json.dumps([shape, seed, outtype], sort_keys=True).encode()
                          + (Path(tokenizer_folder) / "tokenizer.json").read_bytes()).hexdigest()[:16]
     out = cache_dir() / "test-models" / f"{name}-{key}"
-    if not (out / "mmproj-model.gguf").exists():
-        with building(out):  # two test workers may both miss it: one builds, the other waits
-            if not (out / "mmproj-model.gguf").exists():
-                _write(out, Path(tokenizer_folder), shape, seed, outtype, script, build, runner)
+    # two test workers may both miss it: one builds, the other waits
+    build_once(out, (out / "mmproj-model.gguf").exists,
+               lambda: _write(out, Path(tokenizer_folder), shape, seed, outtype, script, build, runner))
     return out
 
 

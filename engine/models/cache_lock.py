@@ -7,10 +7,7 @@ once (the app and `engine serve`, or two test workers under pytest-xdist) would 
 that one temporary folder, each deleting the other's work. So a builder holds a lock file beside the
 entry, looks again once it has it, and builds only if the entry is still missing:
 
-    if not done(out):
-        with building(out):
-            if not done(out):
-                ...build into a temporary folder, rename it to out...
+    build_once(out, done, build)  # build: into a temporary folder, then renamed to out
 
 The lock is an OS file lock (fcntl on POSIX, msvcrt on Windows, through `filelock`), released when
 its process ends, so a build that crashed never blocks the next. Entries sit in the cache as
@@ -22,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 @contextmanager
@@ -36,3 +33,12 @@ def building(out: Path) -> Iterator[None]:
     locks.mkdir(exist_ok=True)
     with FileLock(str(locks / f"{out.parent.name}-{out.name}.lock")):
         yield
+
+
+def build_once(out: Path, done: Callable[[], bool], build: Callable[[], None]) -> None:
+    """Run `build` unless `done()`; under `out`'s lock, looking again once it is held."""
+    if done():
+        return
+    with building(out):
+        if not done():
+            build()

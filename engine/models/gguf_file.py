@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import ModelLoadError
-from .cache_lock import building
+from .cache_lock import build_once
 from .gguf_header import read_header
 
 TEXT_ALIASES = {"qwen2vl": "qwen2"}
@@ -29,11 +29,8 @@ def read_metadata(gguf_path: Path, out_dir: Path) -> Path:
     def done() -> bool:
         return (out_dir / "config.json").is_file() and (out_dir / "tokenizer_config.json").is_file()
 
-    if done():
-        return out_dir
-    with building(out_dir):  # another process may be writing it (two test workers read one tiny GGUF)
-        if not done():
-            _write_metadata(gguf_path, out_dir)
+    # another process may be writing it (two test workers read one tiny GGUF)
+    build_once(out_dir, done, lambda: _write_metadata(gguf_path, out_dir))
     return out_dir
 
 

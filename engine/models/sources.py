@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..errors import ModelLoadError
-from .cache_lock import building
+from .cache_lock import build_once
 from .gguf_convert import convert_gguf, gguf_source, write_source
 from .gguf_file import read_metadata
 from .gguf_header import read_header
@@ -164,10 +164,12 @@ def _gguf_as_stored(gguf_path: Path, name: str) -> ModelFolder:
 
 def _from_gguf(gguf_path: Path, progress: Optional[Progress], name: str) -> ModelFolder:
     out = cache_dir() / "models" / f"{gguf_path.stem}-{_gguf_key(gguf_path)}"
-    if not (out / "config.json").is_file():
-        with building(out):  # another process may be converting it: wait, then use its folder
-            if not (out / "config.json").is_file():
-                convert_gguf(gguf_path, out, progress)
+
+    def converted() -> bool:
+        return (out / "config.json").is_file()
+
+    if not converted():  # another process may be converting it: wait, then use its folder
+        build_once(out, converted, lambda: convert_gguf(gguf_path, out, progress))
     elif gguf_source(out) is None:  # converted by an older version: record where the weights are
         write_source(out, gguf_path)
     return check_folder(out, name=name)
