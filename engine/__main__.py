@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --vs-server: the model name to ask it for (default: the first it lists)")
     bench.add_argument("--prompt-tokens", default="1500,4000",
                        help="with --vs-server: comma-separated agent prompt lengths (tokens; default 1500,4000)")
+    bench.add_argument("--rounds", type=int, default=3,
+                       help="with --vs-server: each figure from both servers back to back this many times, the order "
+                            "swapped each round; medians and every round's ratio are printed (default 3)")
     bench.add_argument("--agent-loop", action="store_true",
                        help="llama.cpp: a scripted 20-request agent loop (a sub-agent after 7) through serve's chat "
                             "API, prefix sharing on and off (wall_s, wall_ratio, identical)")

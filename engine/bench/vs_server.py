@@ -13,11 +13,18 @@ Confab's server is `python -m engine serve` on `--model` in a process of its own
 the other is whatever answers at URL: start it on the same file with the same threads to compare
 like with like (README: "Beside llama-server"). Ratios are Confab's ÷ the other's: above 1 is faster
 for tokens per second, below 1 is faster for time to first token.
+
+Each figure is taken from both servers back to back, `--rounds` times, the order swapped every round
+(other, Confab; then Confab, other). Why: on a shared machine the speed of the same build drifts by
+30-40 % within minutes; one server measured after the other compared two machines. A figure is the
+median over the rounds, a ratio the median of each round's own ratio (`confab_vs_other`), and every
+round's ratio is kept (`rounds`) so the spread shows beside the figure.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import threading
@@ -91,26 +98,56 @@ class Client:
         return sum(counts) / (time.perf_counter() - began)
 
 
-def measure(client: Client, count: Callable[[str], int], sessions: list[int], tokens: int,
-            prompt_sizes: list[int], say: Callable[[str], None]) -> dict:
-    """Every figure of one server (the module's docstring)."""
-    client.stream([{"role": "user", "content": "Hello"}], 8)  # warm-up: first-request costs apart
-    figures: dict = {"decode_tok_s": {}, "ttft_cold_s": {}, "ttft_warm_s": {}}
-    for n in sessions:
-        figures["decode_tok_s"][str(n)] = round(client.aggregate(n, tokens), 1)
-        say(f"  {n} client{'s' * (n > 1)}: {figures['decode_tok_s'][str(n)]} tok/s")
-    for size in prompt_sizes:
-        nonce = uuid.uuid4().hex
-        cold, _ = client.stream(agent_messages(size, count, nonce, TASKS[0]), 4)
-        warm, _ = client.stream(agent_messages(size, count, nonce, TASKS[1]), 4)
-        figures["ttft_cold_s"][str(size)], figures["ttft_warm_s"][str(size)] = round(cold, 3), round(warm, 3)
-        say(f"  {size}-token agent prompt: first token after {cold:.2f} s cold, {warm:.2f} s with its prefix known")
-    return figures
+def decode_figure(client: Client, clients: int, tokens: int) -> float:
+    return round(client.aggregate(clients, tokens), 1)
+
+
+def prompt_figures(client: Client, count: Callable[[str], int], size: int) -> tuple[float, float]:
+    """(seconds to the first token cold, then with the same prefix and another task): a fresh nonce
+    each call, so no server has seen the prefix before."""
+    nonce = uuid.uuid4().hex
+    cold, _ = client.stream(agent_messages(size, count, nonce, TASKS[0]), 4)
+    warm, _ = client.stream(agent_messages(size, count, nonce, TASKS[1]), 4)
+    return round(cold, 3), round(warm, 3)
+
+
+def measure_both(sides: dict[str, Client], count: Callable[[str], int], sessions: list[int], tokens: int,
+                 prompt_sizes: list[int], rounds: int, say: Callable[[str], None]) -> dict[str, list[dict]]:
+    """Every figure of both servers, each taken from one right after the other, `rounds` times with
+    the order swapped each round: side name -> one dict of figures per round."""
+    for client in sides.values():
+        client.stream([{"role": "user", "content": "Hello"}], 8)  # warm-up: first-request costs apart
+    taken: dict[str, list[dict]] = {name: [] for name in sides}
+    for r in range(rounds):
+        order = list(sides) if r % 2 == 0 else list(sides)[::-1]
+        now = {name: {"decode_tok_s": {}, "ttft_cold_s": {}, "ttft_warm_s": {}} for name in sides}
+        for n in sessions:
+            for name in order:
+                now[name]["decode_tok_s"][str(n)] = decode_figure(sides[name], n, tokens)
+            say(f"  round {r + 1}, {n} client{'s' * (n > 1)}: "
+                + ", ".join(f"{name} {now[name]['decode_tok_s'][str(n)]} tok/s" for name in sides))
+        for size in prompt_sizes:
+            for name in order:
+                now[name]["ttft_cold_s"][str(size)], now[name]["ttft_warm_s"][str(size)] = prompt_figures(
+                    sides[name], count, size)
+            times = {name: (now[name]["ttft_cold_s"][str(size)], now[name]["ttft_warm_s"][str(size)]) for name in sides}
+            say(f"  round {r + 1}, {size}-token agent prompt, first token cold / with its prefix known: "
+                + ", ".join(f"{name} {cold:.2f} / {warm:.2f} s" for name, (cold, warm) in times.items()))
+        for name in sides:
+            taken[name].append(now[name])
+    return taken
 
 
 def ratios(ours: dict, theirs: dict) -> dict:
     return {kind: {k: round(v / theirs[kind][k], 3) for k, v in ours[kind].items() if theirs[kind].get(k)}
             for kind in ours}
+
+
+def median_of(rounds: list[dict]) -> dict:
+    """Each figure's median over the rounds (same keys as one round's)."""
+    return {kind: {k: round(statistics.median(r[kind][k] for r in rounds if k in r[kind]), 3)
+                   for k in rounds[0][kind]}
+            for kind in rounds[0]}
 
 
 def start_confab(model: str, max_context: int, port: int, extra: list[str]) -> subprocess.Popen:
@@ -159,8 +196,11 @@ def free_port() -> int:
 
 
 def vs_server(url: str, model: str, other_model: Optional[str], sessions: list[int], tokens: int,
-              prompt_sizes: list[int], say: Callable[[str], None], serve_args: Optional[list[str]] = None) -> dict:
+              prompt_sizes: list[int], say: Callable[[str], None], serve_args: Optional[list[str]] = None,
+              rounds: int = 3) -> dict:
     """The figures of both servers and their ratios (raises RuntimeError when either does not answer)."""
+    if rounds < 1:
+        raise ValueError(f"--rounds must be at least 1, not {rounds}")
     count = token_counter(model)
     url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/v1") else "/v1")
     if not wait_ready(url, limit_s=10):
@@ -169,15 +209,17 @@ def vs_server(url: str, model: str, other_model: Optional[str], sessions: list[i
         other_model = httpx.get(f"{url}/models", timeout=10).json()["data"][0]["id"]
     port = free_port()
     ours_url = f"http://127.0.0.1:{port}/v1"
-    process = start_confab(model, max(prompt_sizes) + tokens + 512, port, serve_args or [])
+    process = start_confab(model, max(prompt_sizes, default=0) + tokens + 512, port, serve_args or [])
     try:
         if not wait_ready(ours_url, process):
             raise RuntimeError("Confab's server did not start (python -m engine serve)")
-        say(f"the other server at {url} ({other_model}):")
-        theirs = measure(Client(url, other_model), count, sessions, tokens, prompt_sizes, say)
-        say(f"Confab's server on {model}:")
-        ours = measure(Client(ours_url, model), count, sessions, tokens, prompt_sizes, say)
+        say(f"the other server at {url} ({other_model}) and Confab's on {model}, {rounds} round(s), "
+            "each figure from both back to back:")
+        taken = measure_both({"other": Client(url, other_model), "confab": Client(ours_url, model)}, count,
+                             sessions, tokens, prompt_sizes, rounds, say)
     finally:
         stop(process)
-    return {"model": model, "other": {"url": url, "model": other_model, **theirs}, "confab": ours,
-            "confab_vs_other": ratios(ours, theirs), "tokens": tokens}
+    per_round = [ratios(ours, theirs) for ours, theirs in zip(taken["confab"], taken["other"])]
+    return {"model": model, "other": {"url": url, "model": other_model, **median_of(taken["other"])},
+            "confab": median_of(taken["confab"]), "confab_vs_other": median_of(per_round),
+            "rounds": per_round, "tokens": tokens}

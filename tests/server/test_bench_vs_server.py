@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.bench.vs_server import agent_messages, token_counter, vs_server
+from engine.bench.vs_server import agent_messages, measure_both, token_counter, vs_server
 
 
 def test_an_agent_prompt_has_the_length_asked_and_its_prefix_repeats(tiny_models):
@@ -24,7 +24,7 @@ def test_both_servers_are_measured_the_same_way(serve, tiny_engine, tiny_models)
     other = serve(tiny_engine)
     said: list[str] = []
     figures = vs_server(other.url, str(tiny_models["llama"]), None, [1, 2], 4, [120], said.append,
-                        serve_args=["--backend", "torch", "--dtype", "float32"])
+                        serve_args=["--backend", "torch", "--dtype", "float32"], rounds=2)
     json.dumps(figures)  # what --json prints
     for side in (figures["confab"], figures["other"]):
         assert set(side["decode_tok_s"]) == {"1", "2"} and all(v > 0 for v in side["decode_tok_s"].values())
@@ -32,3 +32,34 @@ def test_both_servers_are_measured_the_same_way(serve, tiny_engine, tiny_models)
     assert figures["other"]["url"] == other.url and figures["other"]["model"]
     assert set(figures["confab_vs_other"]["decode_tok_s"]) == {"1", "2"}
     assert any("agent prompt" in line for line in said)
+    assert len(figures["rounds"]) == 2 and all(set(r["decode_tok_s"]) == {"1", "2"} for r in figures["rounds"])
+    assert sum("round 2" in line for line in said) == 3, "each figure of round 2 said as it is taken"
+
+
+class _Timed:
+    """A client whose figures are its speed times a machine that slows down with every call."""
+
+    def __init__(self, name: str, speed: float, calls: list) -> None:
+        self.name, self.speed, self.calls = name, speed, calls
+
+    def _drift(self) -> float:
+        self.calls.append(self.name)
+        return 1.0 - 0.02 * len(self.calls)
+
+    def stream(self, messages, max_tokens):
+        if len(messages) == 1 and messages[0]["content"] == "Hello":  # the warm-up
+            return 0.0, max_tokens
+        return 1.0 / (self.speed * self._drift()), max_tokens
+
+    def aggregate(self, clients, max_tokens):
+        return self.speed * self._drift()
+
+
+def test_each_figure_is_taken_from_both_back_to_back_the_order_swapped_each_round():
+    calls: list[str] = []
+    sides = {"other": _Timed("other", 10.0, calls), "confab": _Timed("confab", 10.0, calls)}
+    taken = measure_both(sides, lambda text: len(text.split()), [8], 4, [], 4, lambda line: None)
+    assert calls == ["other", "confab", "confab", "other", "other", "confab", "confab", "other"]
+    ratios = [c["decode_tok_s"]["8"] / o["decode_tok_s"]["8"] for c, o in zip(taken["confab"], taken["other"])]
+    assert ratios[0] < 1 < ratios[1], "the drift favours whoever goes first"
+    assert abs(sum(ratios) / len(ratios) - 1) < 0.01, "and swapping the order cancels it out"
