@@ -327,6 +327,8 @@ class LlamaCppBackend:
             last.append(range(i - want, i))
         b.n_tokens = n
         self.cells.make_room(n, self._live)
+        if rows is None and n > len(items):  # a prompt read: never on a count still being judged
+            self._set_threads(self.thread_policy.reading(), "before a prompt read")
         try:
             began, cpu = time.perf_counter(), time.process_time()
             rc = lc.llama_decode(self.ctx, b)
@@ -368,8 +370,11 @@ class LlamaCppBackend:
 
     def _tune(self, seconds: float, tokens: int, cpu_seconds: float) -> None:
         threads = self.thread_policy.record(seconds, tokens, cpu_seconds)
+        self._set_threads(threads, f"a decode call took {seconds * 1e3:.1f} ms")
+
+    def _set_threads(self, threads: Optional[int], why: str) -> None:
         if threads is not None:
-            log.info("llama.cpp decode threads: %d (a decode call took %.1f ms)", threads, seconds * 1e3)
+            log.info("llama.cpp decode threads: %d (%s)", threads, why)
             lc.llama_set_n_threads(self.ctx, threads, threads)
 
     def forward(self, seq: Seq, token_ids: list[int]) -> np.ndarray:

@@ -252,3 +252,34 @@ def test_a_stall_right_after_a_drop_does_not_undo_it():
     assert feed(policy, clock, 0.050) == [1]
     assert feed(policy, clock, 0.020, calls=1) + feed(policy, clock, 0.200, calls=1) == []
     assert policy.threads == 1
+
+
+def test_a_drop_whose_calls_end_before_it_is_judged_goes_back_for_the_next_shape():
+    """Measured on a quiet machine: a few slow calls at the end of one reply dropped a thread, the
+    reply ended before one thread fewer could be judged, and the next 8 clients decoded on the
+    unproven count until a probe, 5 s later."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    assert feed(policy, clock, 0.015) == [1]  # a jump at the end of a reply: judged on the next calls
+    assert feed(policy, clock, 0.040, calls=1, tokens=8) == [2]  # they are of another shape: back
+    assert feed(policy, clock, 0.040, calls=3 * WINDOW, tokens=8) == [] and policy.threads == 2
+
+
+def test_a_prompt_read_never_runs_on_a_drop_still_being_judged():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    assert policy.reading() is None  # nothing pending: the count stays
+    assert feed(policy, clock, 0.015) == [1]
+    assert policy.reading() == 2 and policy.threads == 2
+    assert policy.reading() is None
+
+
+def test_a_proven_drop_stays_for_a_prompt_read():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock, probe_s=5.0)
+    feed(policy, clock, 0.010)
+    assert feed(policy, clock, 0.030) == [1]
+    assert feed(policy, clock, 0.020) == []  # one thread is faster under this neighbour: kept
+    assert policy.reading() is None and policy.threads == 1

@@ -103,6 +103,26 @@ def test_replies_keep_their_tokens_when_llama_cpp_changes_its_threads_mid_reply(
     assert len(calls) > 20, "the count changed after every decode call"
 
 
+def test_a_prompt_is_read_on_the_count_before_a_drop_still_being_judged(make_engine, tiny_models, monkeypatch):
+    """A drop decided on a few slow calls at the end of one reply, not judged yet, doubled the time of
+    the next cold prompt (1,500 tokens: 15.3 s instead of 7.9) when it stayed for the prompt read."""
+    pytest.importorskip("llama_cpp")
+    import llama_cpp
+
+    from engine import SamplingParams
+
+    engine = make_engine(tiny_models["llama"], "llamacpp", threads=2)
+    backend = engine._worker.backend
+    policy = backend.thread_policy
+    policy._dropped_from, policy.threads = (2, 0.01), 1  # a drop the next calls were to judge
+    counts: list[int] = []
+    real = llama_cpp.llama_set_n_threads
+    monkeypatch.setattr(llama_cpp, "llama_set_n_threads", lambda ctx, n, n_batch: counts.append(n) or real(ctx, n, n_batch))
+    session = engine.open_session()
+    list(session.generate(list(range(100, 160)), SamplingParams(temperature=0, max_tokens=1)))
+    assert counts[:1] == [2] and policy.threads == 2, "back to the count before the drop, before the prompt"
+
+
 @pytest.mark.parametrize("bad", [0, -2, 1.5, "2"])
 def test_a_bad_thread_count_is_named(bad):
     from engine import EngineConfig, InvalidRequestError
