@@ -29,7 +29,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import ContextManager, Optional
+from typing import Callable, ContextManager, Optional
 
 import numpy as np
 
@@ -44,12 +44,13 @@ from ..models.gguf_header import read_header
 from . import llamacpp_model as model_meta
 from . import llamacpp_offload as offload_plan
 from . import llamacpp_blocks as blocks
+from .llamacpp_batch import fill_batch
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
 from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
                                errors_said, init_library)
 from .llamacpp_positions import Place, before
-from .llamacpp_state import load_sequence, save_sequence
+from .llamacpp_state import load_sequence, save_sequence, sequence_writer
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .llamacpp_vision import Vision, open_vision
 from .native import backends_in
@@ -302,30 +303,9 @@ class LlamaCppBackend:
         item's last position, or with `rows`, of each item's last rows[i] positions (a (rows[i],
         vocab) array: drafted tokens are checked from them). On error, every sequence is left as it
         was before the call."""
-        n = sum(len(tokens) for _, tokens in items)
-        if n > self._batch_size:
-            raise ValueError(f"{n} tokens in one step; the batch holds {self._batch_size}")
         b = self._batch
-        token = np.ctypeslib.as_array(b.token, shape=(self._batch_size,))
-        pos = np.ctypeslib.as_array(b.pos, shape=(self._batch_size,))
-        n_seq = np.ctypeslib.as_array(b.n_seq_id, shape=(self._batch_size,))
-        wants = np.ctypeslib.as_array(b.logits, shape=(self._batch_size,))
-        last: list[range] = []
-        i = 0
-        for item, (seq, tokens) in enumerate(items):
-            k = len(tokens)
-            want = rows[item] if rows is not None else 1
-            token[i:i + k] = tokens
-            at = seq.position()  # text: one position per token, which llama.cpp repeats into M-RoPE's sections
-            pos[i:i + k] = np.arange(at, at + k)
-            n_seq[i:i + k] = 1
-            wants[i:i + k] = 0
-            wants[i + k - want:i + k] = 1
-            for j in range(i, i + k):
-                b.seq_id[j][0] = seq.id
-            i += k
-            last.append(range(i - want, i))
-        b.n_tokens = n
+        last = fill_batch(b, self._batch_size, items, rows)
+        n = b.n_tokens
         self.cells.make_room(n, self._live)
         if rows is None and n > len(items):  # a prompt read: never on a count still being judged
             self._set_threads(self.thread_policy.reading(), "before a prompt read")
@@ -419,6 +399,10 @@ class LlamaCppBackend:
     # -- save / restore ----------------------------------------------------------------------------
     def save_state(self, seq: Seq, path: Path, metadata: dict[str, str]) -> None:
         save_sequence(self, seq, path, metadata)
+
+    def state_writer(self, seq: Seq, metadata: dict[str, str]) -> Callable[[Path], None]:
+        """`seq`'s cells read now; the call returned writes them to a file on another thread (kv_room.py)."""
+        return sequence_writer(self, seq, metadata)
 
     def load_state(self, path: Path) -> tuple[Seq, dict[str, str]]:
         return load_sequence(self, path)

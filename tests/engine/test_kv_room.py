@@ -86,6 +86,39 @@ def test_an_idle_session_parks_for_a_new_turn_and_continues_as_if_it_never_left(
     assert small_pool.capacity().held_tokens == 0
 
 
+def test_a_park_does_not_wait_for_its_file_and_the_session_comes_back_whole(small_pool, roomy, monkeypatch):
+    """Parking wrote its file on the engine thread: a 1.7B model's idle 1,571-token session took 0.94 s
+    to park, and the reply that made it park stalled. Here the file cannot be written until c's whole
+    turn (which parks a) has ended; a then comes back from that file as if it had never left."""
+    backend = small_pool._worker.backend
+    released, started = threading.Event(), threading.Event()
+    real = backend.state_writer
+
+    def held_writer(seq, metadata):
+        write = real(seq, metadata)
+
+        def later(path):
+            started.set()
+            assert released.wait(60), "the test never let the write go"
+            write(path)
+        return later
+
+    monkeypatch.setattr(backend, "state_writer", held_writer)
+    a, b, c = small_pool.open_session(), small_pool.open_session(), small_pool.open_session()
+    first_a = token_ids(a.generate(list(range(10, 30)), greedy(100)))
+    token_ids(b.generate(list(range(40, 60)), greedy(100)))
+    assert len(token_ids(c.generate(list(range(70, 90)), greedy(100)))) == 100  # a parked, its file unwritten
+    assert started.is_set() and small_pool._worker.slots[a.id].parked is not None
+    released.set()
+    more = a.tokens + [31, 32, 33]
+    got = token_ids(a.generate(more, greedy(5)))
+    with roomy.open_session() as ref:
+        assert token_ids(ref.generate(list(range(10, 30)), greedy(100))) == first_a
+        assert token_ids(ref.generate(more, greedy(5))) == got
+    for s in (a, b, c):
+        s.close()
+
+
 def test_a_parked_session_saves_and_restores(small_pool, roomy, tmp_path):
     a, b = small_pool.open_session(), small_pool.open_session()
     token_ids(a.generate(list(range(10, 30)), greedy(100)))
