@@ -188,6 +188,8 @@ class LlamaCppBackend:
         self.kv_cache = f"{k_type}/{v_type}"  # in every state file, checked before one is read
         per_token = model_meta.bytes_per_token(model, kv_element_bytes(k_type), kv_element_bytes(v_type))
         pool_tokens, n_seq = self._pool_size(per_token, offload)
+        self.park_break_even = model_meta.park_break_even(model, per_token)
+        """Rows still to decode below which idle sessions stay resident for span (engine/kv_room.py)."""
         self._batch_size = self.config.prefill_chunk + n_seq
         self.n_ubatch = min(self._batch_size, 512, self.kernel_path.max_ubatch or 512)
         cp = context_params(pool_tokens, self._batch_size, self.n_ubatch, n_seq, self.thread_policy.threads,

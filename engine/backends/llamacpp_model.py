@@ -53,3 +53,19 @@ def attention_only(model) -> bool:
         if b".ssm." in key.value or b".shortconv." in key.value:
             return False
     return True
+
+
+PARK_READ_BYTES_S = 1.5e9
+"""Bytes of K/V a park or a restore moves per second (2-core EPYC: a 1.7B model's 1,571 tokens, 295 MB,
+read out of llama.cpp in 0.2 s)."""
+SKIP_S = 3e-9
+"""What a masked cell costs llama.cpp's CPU flash attention per row, head and layer (the same EPYC: 8
+rows × 3,600 cells × 768 heads·layers ≈ 66 ms; README, "Why eight clients fall short")."""
+
+
+def park_break_even(model, per_token: int) -> int:
+    """Row-steps (one row of one decode step) of the running turns after which parking an idle
+    session costs less than their walking past its cells: a park and its restore move `per_token`
+    bytes a cell twice; a row-step skips each cell once per head and layer."""
+    heads_layers = int(lc.llama_model_n_head(model)) * int(lc.llama_model_n_layer(model))
+    return math.ceil(2 * per_token / PARK_READ_BYTES_S / (SKIP_S * max(heads_layers, 1)))
