@@ -29,12 +29,12 @@ its 64 tokens at 9.8 tok/s instead of 20. Whatever reads a parked file first wai
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import logging
 import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -136,11 +136,13 @@ class Room:
         the pool's cells beside the running turns (IDLE_SHARE): every step walks past their cells."""
         slots = self.worker.slots.values()
         running = sum(len(s.fed) for s in slots if s.job is not None and s.parked is None)
-        if not running or self._rows_to_go() < getattr(self.worker.backend, "park_break_even", 0):
+        if not running:
             return
         idle = [s for s in slots if s.job is None and s.parked is None and s.state is not None and s.fed]
         resident = sum(len(s.fed) for s in idle)
         allowed = max(running // IDLE_SHARE, IDLE_FLOOR)
+        if resident <= allowed or self._rows_to_go() < self.worker.backend.park_break_even:
+            return
         for slot in sorted(idle, key=lambda s: s.used):
             if resident <= allowed:
                 return
@@ -211,16 +213,12 @@ class Room:
         cells are read here; the file is written on the writer thread (the module's docstring)."""
         backend = self.worker.backend
         path = self._folder() / f"{next(self._names)}.safetensors"
-        writer = getattr(backend, "state_writer", None)
-        if writer is None:
-            backend.save_state(slot.state, path, {})
-        else:
-            write = writer(slot.state, {})
-            while sum(not f.done() for f in self._writes.values()) >= MAX_WRITES:  # bytes waiting: bounded
-                wait(list(self._writes.values()), return_when=FIRST_COMPLETED)
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="confab-park")
-            self._writes[path] = self._writer.submit(write, path)
+        write = backend.state_writer(slot.state, {})
+        while sum(not f.done() for f in self._writes.values()) >= MAX_WRITES:  # bytes waiting: bounded
+            wait(list(self._writes.values()), return_when=FIRST_COMPLETED)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="confab-park")
+        self._writes[path] = self._writer.submit(write, path)
         backend.free_state(slot.state)
         slot.state, slot.parked = None, path
 

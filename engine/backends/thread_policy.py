@@ -13,9 +13,9 @@ a busy machine, so this watches the time of each decode call and:
   expires, so a reply whose calls slow as its context grows is never taken for a neighbour;
 - keeps that drop only if one thread fewer is faster (by `gain`) than the calls that made it drop;
   otherwise it goes back, and those slower calls are the new normal. A drop whose judgement cannot
-  finish (the calls change shape, or a prompt is to be read) goes back too: it was never proven. A light neighbour (the HTTP
-  clients of `engine serve` on the same two cores) slows calls by 1.4× now and then without making
-  one thread fewer any faster: a policy that dropped on every jump see-sawed between one and two
+  finish (the calls change shape, or a prompt is to be read) goes back too: it was never proven. A
+  light neighbour (the HTTP clients of `engine serve` on the same two cores) slows calls by 1.4× now
+  and then without making one thread fewer any faster: a policy that dropped on every jump see-sawed between one and two
   threads every few seconds and served 8 clients at 93–150 tok/s where two threads kept gave 160–180;
 - probes one thread more after `probe_s` seconds, keeps it if calls got faster (by `gain`), and
   otherwise goes back and waits twice as long before the next probe (up to `max_probe_s`).
@@ -118,10 +118,9 @@ class ThreadPolicy:
         """One decode call took `seconds` for `tokens` tokens (and `cpu_seconds` of this process's
         CPU time, where measured); the new thread count if it changes."""
         if tokens != self._shape:  # another batch shape: its times are not comparable
-            unjudged = self._dropped_from
             self._shape, self._recent, self._cpu = tokens, [], []
-            self._probing_from = self._dropped_from = None
-            return self._set(unjudged[0]) if unjudged is not None else None
+            self._probing_from = None
+            return self.reading()  # nor can they judge a drop
         if self._probing_from is not None and seconds > STALL * self._probing_from[1]:
             return self._fail_probe()  # one stall settles it: the next could last seconds too
         self._recent = (self._recent + [seconds])[-WINDOW:]
@@ -146,7 +145,7 @@ class ThreadPolicy:
 
     def reading(self) -> Optional[int]:
         """A prompt is about to be read (calls this policy does not compare): the count to read it
-        with if it changes. A drop not judged yet goes back first: its calls ended before they could
+        with if it changes. A drop not judged yet goes back first (as when the calls change shape): its calls ended before they could
         show one thread fewer faster, and a prompt read on a count nobody proved right took twice as
         long (a 1,500-token prompt 15.3 s instead of 7.9; a 4,000-token one 66 s instead of 34: the
         drop came from a few slow calls at the end of the reply before, on a quiet machine)."""

@@ -145,7 +145,7 @@ def ratios(ours: dict, theirs: dict) -> dict:
 
 def median_of(rounds: list[dict]) -> dict:
     """Each figure's median over the rounds (same keys as one round's)."""
-    return {kind: {k: round(statistics.median(r[kind][k] for r in rounds if k in r[kind]), 3)
+    return {kind: {k: round(statistics.median(r[kind][k] for r in rounds), 3)
                    for k in rounds[0][kind]}
             for kind in rounds[0]}
 
