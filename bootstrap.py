@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -44,6 +45,7 @@ sys.path.insert(0, str(ROOT / "packaging"))  # the build choice, shared with the
 import build_progress  # noqa: E402 - needs the path above
 import cuda_wheels  # noqa: E402
 import llama_build_plan  # noqa: E402
+import llama_source  # noqa: E402
 from llama_build_plan import CPU_FLAGS as LLAMA_CPU_CMAKE_ARGS  # noqa: E402,F401 - named here since before
 
 
@@ -140,14 +142,16 @@ def ensure_llama(python: Path, requirement: str, environ: Mapping[str, str], ret
     retry_failed = retry_failed or required
     stamp = VENV / "confab-llama"
     done = json.loads(stamp.read_text()) if stamp.exists() else {}
-    installed = {k: done.get(k) for k in ("requirement", "cmake_args")} if done.get("ok") else None
+    installed = {k: done.get(k) for k in ("requirement", "cmake_args", "patches")} if done.get("ok") else None
     failed = done.get("failed", [])
     failed = [failed] if isinstance(failed, dict) else list(failed)  # one record, before fallbacks
     if not done.get("ok") and done:
-        failed.append({k: done.get(k) for k in ("requirement", "cmake_args")})
+        failed.append({k: done.get(k) for k in ("requirement", "cmake_args", "patches")})
     builds = build_plan(environ).builds
     for i, build in enumerate(builds):
-        want = {"requirement": requirement, "cmake_args": build.cmake_args}
+        # patches: Confab's changes to the vendored llama.cpp (packaging/llama_source.py); a build
+        # made without them (or with older ones) is rebuilt once
+        want = {"requirement": requirement, "cmake_args": build.cmake_args, "patches": llama_source.PATCH_ID}
         if want == installed:
             return True
         if want in failed and not retry_failed:
@@ -176,7 +180,6 @@ def _build_llama(python: Path, requirement: str, build: llama_build_plan.Build,
                  same_requirement: bool) -> tuple[bool, str | None]:
     """One build attempt: (whether pip installed it, None when it works here (a GPU build must see
     its GPU) or else pip's output or the reason, to show)."""
-    env = {**os.environ, "CMAKE_ARGS": build.cmake_args, **build.env}
     print(f"building llama.cpp ({requirement}): {build.what}, about {build.estimate_minutes():.0f} min here"
           f"\n  CMAKE_ARGS={build.cmake_args}", flush=True)
     if build.toolkit_wheels:
@@ -186,8 +189,24 @@ def _build_llama(python: Path, requirement: str, build: llama_build_plan.Build,
             cuda_wheels.install(pip(python), build.toolkit_wheels, VENV)
         except (subprocess.CalledProcessError, OSError) as e:
             return False, f"NVIDIA's CUDA toolkit wheels did not install: {e}"
-    command = [a for a in pip(python) if a != "-q"] + ["-v", requirement]  # verbose: the build's steps show
-    if same_requirement:  # installed, built with other flags
+    sources = VENV / "confab-llama-src"
+    shutil.rmtree(sources, ignore_errors=True)
+    try:
+        source = llama_source.patched_source(requirement, sources, str(python))
+    except (subprocess.CalledProcessError, OSError, RuntimeError) as e:
+        return False, f"llama-cpp-python's source ({requirement}) did not download or patch: {e}"
+    try:
+        return _install_llama(python, source, build, same_requirement)
+    finally:
+        shutil.rmtree(sources, ignore_errors=True)
+
+
+def _install_llama(python: Path, source: Path, build: llama_build_plan.Build,
+                   same_requirement: bool) -> tuple[bool, str | None]:
+    """pip builds and installs the patched `source`; as _build_llama."""
+    env = {**os.environ, "CMAKE_ARGS": build.cmake_args, **build.env}
+    command = [a for a in pip(python) if a != "-q"] + ["-v", str(source)]  # verbose: the build's steps show
+    if same_requirement:  # installed, built with other flags or other patches
         command += ["--force-reinstall", "--no-deps"]
     # pip's wheel cache does not know which flags built a wheel: it would hand back one built with
     # other flags (another GPU's, or an older default's, e.g. with llamafile's kernels), so always build

@@ -1,9 +1,11 @@
 """llama.cpp's own tools (`llama-server`, `llama-bench`, `llama-quantize`) built from the very sources
-Confab's llama-cpp-python is built from (its pinned sdist vendors llama.cpp), so that the engine can be
+Confab's llama-cpp-python is built from (its pinned sdist vendors llama.cpp; Confab's patches applied
+unless --as-published), so that the engine can be
 measured beside llama.cpp itself on the same code and flags.
 
     .venv/bin/python packaging/llama_tools.py                       # this CPU, Confab's flags
-    .venv/bin/python packaging/llama_tools.py --flags=-DGGML_NATIVE=ON --name defaults   # llama.cpp's defaults
+    .venv/bin/python packaging/llama_tools.py --flags=-DGGML_NATIVE=ON --name defaults --as-published
+                                                                    # llama.cpp as published, its defaults
     # -> build/llama-tools/<name>/bin/llama-server … (about 5 minutes on two cores)
 
 gpu_proof.py builds its CUDA tools with the same two functions.
@@ -14,12 +16,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llama_build_plan import CPU_FLAGS  # noqa: E402 - needs the path above
+import llama_source  # noqa: E402 - needs the path above
+from llama_build_plan import CPU_FLAGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA = "llama-cpp-python==0.3.16"
@@ -35,17 +37,18 @@ def run(command: Sequence, **kw) -> None:
     subprocess.run([str(c) for c in command], check=True, **kw)
 
 
-def sources(work: Path) -> Path:
-    """llama-cpp-python's pinned sdist, downloaded and unpacked once into `work`/src."""
-    src = work / "src"
+def sources(work: Path, patched: bool = True) -> Path:
+    """llama-cpp-python's pinned sdist, downloaded and unpacked once into `work`/src-patched with
+    Confab's patches (packaging/llama_source.py: what Confab's own build runs), or into `work`/src as
+    published (llama.cpp's own tools to measure against)."""
+    src = work / ("src-patched" if patched else "src")
     found = [p for p in src.glob("llama_cpp_python-*") if p.is_dir()]
-    if found:
-        return found[0]
-    src.mkdir(parents=True, exist_ok=True)
-    run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", LLAMA, "-d", src])
-    with tarfile.open(next(src.glob("llama_cpp_python-*.tar.gz"))) as tar:
-        tar.extractall(src)
-    return next(p for p in src.glob("llama_cpp_python-*") if p.is_dir())
+    if not found:
+        tarballs = list(src.glob("llama_cpp_python-*.tar.gz"))
+        found = [llama_source.unpack(tarballs[0] if tarballs else llama_source.download(LLAMA, src), src)]
+    if patched:
+        llama_source.apply(found[0])
+    return found[0]
 
 
 def build(src: Path, tree: Path, flags: Sequence[str], targets: Sequence[str] = TARGETS) -> Path:
@@ -59,9 +62,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="llama_tools.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--flags", default=CPU_FLAGS, help=f"CMake flags (default Confab's CPU build: {CPU_FLAGS})")
     parser.add_argument("--name", default="confab", help="the build's folder under build/llama-tools")
+    parser.add_argument("--as-published", action="store_true",
+                        help="llama.cpp without Confab's patches (packaging/llama_source.py): the reference")
     args = parser.parse_args(argv)
     work = ROOT / "build" / "llama-tools"
-    print(build(sources(work), work / args.name, args.flags.split()))
+    print(build(sources(work, patched=not args.as_published), work / args.name, args.flags.split()))
     return 0
 
 

