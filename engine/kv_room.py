@@ -18,7 +18,9 @@ cells that are not free, in this order:
 Idle sessions also park while turns run and they hold more cells than IDLE_SHARE of the running
 turns' (keep_span): llama.cpp's attention walks every cell below the pool's top, so cells that idle
 sessions hold there slow every step of every running turn, the pool full or not. Not when the running
-turns have too few rows left for the park to pay (`_rows_to_go`, the backend's `park_break_even`).
+turns have too few rows left for the park to pay (`_rows_to_go`, the backend's `park_break_even`):
+with Confab's patch to llama.cpp's CPU attention (packaging/llama_source.py) a masked cell costs
+about a tenth of a nanosecond a row, head and layer, so that takes a thousand rows or more.
 
 A park reads the cells on the engine thread and writes the file on a thread of its own (`_writes`),
 so running turns wait for the read alone: parking a 1.7B model's idle 1,571-token session (295 MB)

@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 RELAYOUT_MIN_RETIRED = 256
 """Retired cells tolerated before they are cleared out even when the pool has room (or an eighth of
 the live cells, if more). Attention still walks past dead cells: on the bundled model, 8 sessions
-decoded 90 tok/s with none and 56-70 with 1,000-10,000 (2 cores, AVX2); laying out 8,192 live
-tokens again took about 0.4 s. Near an eighth, both cost about 1% of a decode step."""
+decoded 90 tok/s with none and 56-70 with 1,000-10,000 (2 cores, AVX2, llama.cpp as published; with
+Confab's patch, packaging/llama_source.py, 6,400 cost 0-2 %); laying out 8,192 live tokens again took
+about 0.4 s. Near an eighth, both cost about 1% of a decode step."""
 RELAYOUT_LIVE_SHARE = 8
 
 

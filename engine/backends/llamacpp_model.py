@@ -58,14 +58,18 @@ def attention_only(model) -> bool:
 PARK_READ_BYTES_S = 1.5e9
 """Bytes of K/V a park or a restore moves per second (2-core EPYC: a 1.7B model's 1,571 tokens, 295 MB,
 read out of llama.cpp in 0.2 s)."""
-SKIP_S = 3e-9
-"""What a masked cell costs llama.cpp's CPU flash attention per row, head and layer (the same EPYC: 8
-rows × 3,600 cells × 768 heads·layers ≈ 66 ms; README, "Why eight clients fall short")."""
+SKIP_S = 1e-10
+"""What a masked cell costs llama.cpp's CPU flash attention per row, head and layer with Confab's patch
+(packaging/llama_source.py), rounded up: the same EPYC, 8 sessions of 300 tokens, 6,400 idle cells
+beside them (13.8 M cell visits a step) added 0 to 0.9 ms to a 50-57 ms step, in one process, steps
+alternated. llama.cpp as published: 12-14 ms, about 1 ns a visit (earlier figure, 1.7B shape: 3 ns)."""
 
 
 def park_break_even(model, per_token: int) -> int:
     """Row-steps (one row of one decode step) of the running turns after which parking an idle
     session costs less than their walking past its cells: a park and its restore move `per_token`
-    bytes a cell twice; a row-step skips each cell once per head and layer."""
+    bytes a cell twice; a row-step skips each cell once per head and layer. About 1,140 on the
+    bundled model and 3,400 on a 1.7B's shape: with masked cells this cheap, a park for span alone
+    pays only beside long replies."""
     heads_layers = int(lc.llama_model_n_head(model)) * int(lc.llama_model_n_layer(model))
     return math.ceil(2 * per_token / PARK_READ_BYTES_S / (SKIP_S * max(heads_layers, 1)))
