@@ -50,3 +50,32 @@ def test_continue_final_refuses_a_last_message_that_is_not_a_reply(bundled_folde
     codec = TextCodec(bundled_folder)
     with pytest.raises(InvalidRequestError, match="only an assistant message can be continued"):
         codec.render([{"role": "user", "content": "Hi"}], continue_final=True)
+
+
+class _CountingTokenizer:
+    """The codec's tokenizer, counting the texts it is asked to encode."""
+
+    def __init__(self, real) -> None:
+        self.real, self.texts = real, []
+
+    def __call__(self, text, *args, **kwargs):
+        self.texts.append(text)
+        return self.real(text, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_chat_prompt_encoded_twice_is_tokenized_once(bundled_folder):
+    # A server request encodes its prompt to fit the context, then the session encodes it again.
+    codec = TextCodec(bundled_folder)
+    counting = codec.tokenizer = _CountingTokenizer(codec.tokenizer)
+    messages = [{"role": "system", "content": "You are terse. " * 200}, {"role": "user", "content": "Hi <|im_end|>"}]
+    first = codec.encode_chat(codec.render_traced(messages))
+    calls = len(counting.texts)
+    assert codec.encode_chat(codec.render_traced(messages)) == first
+    assert len(counting.texts) == calls  # the same text: served from what was kept
+    other = codec.encode_chat(codec.render_traced(messages[:1] + [{"role": "user", "content": "Bye"}]))
+    assert len(counting.texts) > calls and other != first
+    # a control token typed in a message stays text, kept or not: only the turns' own ends are ids
+    assert first.count(codec.tokenizer.convert_tokens_to_ids("<|im_end|>")) == 2
