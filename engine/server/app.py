@@ -62,19 +62,7 @@ def create_app(host: EngineHost, settings: ServerSettings = ServerSettings()) ->
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     started = time.time()
 
-    keys = settings.keys
-
-    @app.middleware("http")
-    async def _auth(request: Request, call_next):
-        try:
-            if not keys:
-                guard.check_host(request.headers.get("host", ""))
-            request.state.owner = None
-            if keys and request.url.path.startswith("/v1") and request.method != "OPTIONS":
-                request.state.owner = guard.owner_of(_authorization(request), keys)
-        except APIError as e:
-            return e.response()
-        return await call_next(request)
+    app.add_middleware(_Guarded, keys=settings.keys)
 
     if settings.cors_origins:  # added last, so it wraps the key check: a browser can read a 401 too
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["*"],
@@ -136,6 +124,32 @@ class _Logged:
 
     async def __call__(self, scope, receive, send) -> None:
         await self._app(scope, receive, send)
+
+
+class _Guarded:
+    """The host check of a keyless server and the key check (engine/server/guard.py), before any route.
+
+    A pure ASGI middleware, not Starlette's `@app.middleware("http")`: that one passes every chunk
+    of a streamed reply through a task and a memory stream of its own (request_log.py says the same)."""
+
+    def __init__(self, app, keys: tuple[str, ...]) -> None:
+        self.app, self.keys = app, keys
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)  # headers only: the body stays for the route
+        try:
+            if not self.keys:
+                guard.check_host(request.headers.get("host", ""))
+            request.state.owner = None
+            if self.keys and scope["path"].startswith("/v1") and scope["method"] != "OPTIONS":
+                request.state.owner = guard.owner_of(_authorization(request), self.keys)
+        except APIError as e:
+            await e.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _authorization(request: Request) -> str:

@@ -67,3 +67,17 @@ def test_an_over_long_session_id_header_is_400(serve, tiny_engine):
     response = h.post("/v1/chat/completions", json=chat_body(), headers={"X-Session-Id": "x" * 70_000})
     assert response.status_code == 400 and "200" in response.json()["error"]["message"]
     assert h.get("/v1/sessions").json()["data"] == []
+
+
+@pytest.mark.parametrize("keys", [(), KEYS])
+def test_the_guard_adds_no_task_per_streamed_chunk(keys):
+    # Starlette's BaseHTTPMiddleware (`@app.middleware("http")`) passes every chunk of a streamed
+    # reply through a task and a memory stream: on two cores shared with the compute threads, the
+    # server's own Python is what separates it from llama-server at eight clients.
+    from starlette.middleware.base import BaseHTTPMiddleware
+
+    from engine.server.app import ServerSettings, create_app
+    from engine.server.host import EngineHost
+
+    app = create_app(EngineHost(), ServerSettings(api_keys=keys, cors_origins=("http://localhost:3000",)))
+    assert app.user_middleware and not [m for m in app.user_middleware if issubclass(m.cls, BaseHTTPMiddleware)]
