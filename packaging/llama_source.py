@@ -91,11 +91,6 @@ def apply(src: Path, patches: tuple[Patch, ...] = PATCHES) -> None:
         path.write_text(text.replace(patch.old, patch.new), encoding="utf-8", newline="\n")
 
 
-def is_patched(src: Path, patches: tuple[Patch, ...] = PATCHES) -> bool:
-    """Whether every patch is applied to the unpacked sdist at `src`."""
-    return all((vendored(src) / p.path).read_text(encoding="utf-8").count(p.new) == 1 for p in patches)
-
-
 def download(requirement: str, folder: Path, python: str = sys.executable) -> Path:
     """The sdist of `requirement` (e.g. llama-cpp-python==0.3.16) downloaded into `folder` with pip,
     which keeps the user's index and proxy settings; its path."""

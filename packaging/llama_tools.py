@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import llama_source  # noqa: E402 - needs the path above
+import build_info  # noqa: E402 - needs the path above
+import llama_source  # noqa: E402
 from llama_build_plan import CPU_FLAGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-LLAMA = "llama-cpp-python==0.3.16"
 TARGETS = ("llama", "ggml", "llama-server", "llama-quantize", "llama-bench")
 COMMON = ("-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
           "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
@@ -45,7 +45,7 @@ def sources(work: Path, patched: bool = True) -> Path:
     found = [p for p in src.glob("llama_cpp_python-*") if p.is_dir()]
     if not found:
         tarballs = list(src.glob("llama_cpp_python-*.tar.gz"))
-        found = [llama_source.unpack(tarballs[0] if tarballs else llama_source.download(LLAMA, src), src)]
+        found = [llama_source.unpack(tarballs[0] if tarballs else llama_source.download(build_info.llama_requirement(), src), src)]
     if patched:
         llama_source.apply(found[0])
     return found[0]

@@ -22,11 +22,17 @@ def sdist_tree(root: Path, text_of=lambda patch: f"// before\n{patch.old}// afte
     return src
 
 
+def _is_patched(src: Path) -> bool:
+    """Whether every patch's new text is in the unpacked sdist at `src`, once."""
+    return all((llama_source.vendored(src) / p.path).read_text(encoding="utf-8").count(p.new) == 1
+               for p in llama_source.PATCHES)
+
+
 def test_patches_apply_once_and_again_changes_nothing(tmp_path):
     src = sdist_tree(tmp_path)
-    assert not llama_source.is_patched(src)
+    assert not _is_patched(src)
     llama_source.apply(src)
-    assert llama_source.is_patched(src)
+    assert _is_patched(src)
     path = llama_source.vendored(src) / llama_source.SKIP_MASKED_RUNS.path
     once = path.read_text()
     assert once.startswith("// before\n") and once.endswith("// after\n")
@@ -56,4 +62,4 @@ def test_unpack_gives_the_one_source_folder(tmp_path):
     unpacked = llama_source.unpack(tarball, tmp_path / "out")
     assert unpacked == tmp_path / "out" / src.name
     llama_source.apply(unpacked)
-    assert llama_source.is_patched(unpacked)
+    assert _is_patched(unpacked)
