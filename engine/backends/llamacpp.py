@@ -315,7 +315,8 @@ class LlamaCppBackend:
             began, cpu = time.perf_counter(), time.process_time()
             rc = lc.llama_decode(self.ctx, b)
             if rc == 0 and n == len(items):  # decode only: the calls the thread policy compares
-                self._tune(time.perf_counter() - began, n, time.process_time() - cpu)
+                self._tune(time.perf_counter() - began, n, time.process_time() - cpu,
+                           sum(seq.n_past for seq, _ in items) + n)
             if rc != 0:
                 raise RuntimeError(f"llama_decode failed: {DECODE_ERRORS.get(rc, 'error')} ({rc})")
             out = [np.stack([self._logits(row) for row in span]) if rows is not None else self._logits(span[0])
@@ -350,8 +351,8 @@ class LlamaCppBackend:
     def _logits(self, row: int) -> np.ndarray:
         return np.ctypeslib.as_array(lc.llama_get_logits_ith(self.ctx, row), shape=(self._n_vocab,)).copy()
 
-    def _tune(self, seconds: float, tokens: int, cpu_seconds: float) -> None:
-        threads = self.thread_policy.record(seconds, tokens, cpu_seconds)
+    def _tune(self, seconds: float, tokens: int, cpu_seconds: float, context: int) -> None:
+        threads = self.thread_policy.record(seconds, tokens, cpu_seconds, context)
         self._set_threads(threads, f"a decode call took {seconds * 1e3:.1f} ms")
 
     def _set_threads(self, threads: Optional[int], why: str) -> None:

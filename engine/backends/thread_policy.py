@@ -41,6 +41,20 @@ MEMORY_S = 10.0
 """How long a best median is compared against: calls slow down as a context grows, by far less
 than `jump` within seconds, but by more over a long reply."""
 
+CONTEXT_STEP = 1.5
+"""Calls are compared with calls whose rows attend to about as many positions: within one step of
+this ratio (`context_band`). Eight clients of the bundled model start at ~35 positions a row, and
+their 8-row calls grew from 35 to 49 ms in a few seconds as the replies lengthened (2-core EPYC):
+compared across contexts, that read as a neighbour and cost two one-thread windows per reply."""
+CONTEXT_FLOOR = 512
+"""Positions attended below which one band holds every call: there the weights, not attention, set
+the time."""
+
+
+def context_band(context: int) -> int:
+    """The band of a call whose rows attend to `context` positions in all (0 below CONTEXT_FLOOR)."""
+    return 0 if context < CONTEXT_FLOOR else 1 + int(math.log(context / CONTEXT_FLOOR, CONTEXT_STEP))
+
 
 SHARE_FLOOR = 0.6
 """Below this share of its cores (CPU seconds ÷ threads × wall seconds), a decode is starved: under
@@ -108,15 +122,21 @@ class ThreadPolicy:
         self.share_floor = share_floor
         self._proven: dict[int, float] = {}  # thread count -> when a probe found it faster than one fewer
         self.memory_s = memory_s
-        self._best: dict[tuple[int, int], tuple[float, float]] = {}  # (shape, threads) -> (median, when)
+        self._best: dict[tuple[int, int, int], tuple[float, float]] = {}
+        """(shape, threads, context band) -> (best median, when)."""
+        self._band = 0
         self._changed_at = clock()
         self._probing_from: Optional[tuple[int, float]] = None  # (count, its mean) while a probe runs
         self._dropped_from: Optional[tuple[int, float]] = None
         """(count, the median of the slower half of its calls) while a drop to one fewer is judged."""
 
-    def record(self, seconds: float, tokens: int, cpu_seconds: Optional[float] = None) -> Optional[int]:
+    def record(self, seconds: float, tokens: int, cpu_seconds: Optional[float] = None,
+               context: int = 0) -> Optional[int]:
         """One decode call took `seconds` for `tokens` tokens (and `cpu_seconds` of this process's
-        CPU time, where measured); the new thread count if it changes."""
+        CPU time, where measured) whose rows attend to `context` positions in all; the new thread
+        count if it changes. A new context band does not restart the window (the calls beside it
+        differ by one band at most): it only picks the best the window is compared with."""
+        self._band = context_band(context)
         if tokens != self._shape:  # another batch shape: its times are not comparable
             self._shape, self._recent, self._cpu = tokens, [], []
             self._probing_from = None
@@ -164,12 +184,20 @@ class ThreadPolicy:
         return sum(self._cpu) < self.share_floor * self.threads * sum(self._recent)
 
     def _remember(self, median: float) -> float:
-        """The best median of this shape and count within `memory_s`, `median` included."""
-        key, at = (self._shape, self.threads), self.clock()
+        """What `median` is compared with: the best median of this shape, count and context band
+        within `memory_s` (`median` included), or a lower band's times `CONTEXT_STEP` for each band
+        between, if less: a neighbour that came as the band changed is seen against the band before."""
+        key, at = self._key(), self.clock()
         best = self._best.get(key)
         if best is None or median <= best[0] or at - best[1] > self.memory_s:
             best = self._best[key] = (median, at)
-        return best[0]
+        below = [t * CONTEXT_STEP ** (self._band - band) for (shape, threads, band), (t, when) in self._best.items()
+                 if shape == self._shape and threads == self.threads and band < self._band
+                 and at - when <= self.memory_s]
+        return min([best[0], *below])
+
+    def _key(self, threads: Optional[int] = None) -> tuple[int, int, int]:
+        return self._shape, self.threads if threads is None else threads, self._band
 
     def _end_probe(self, mean: float, median: float) -> Optional[int]:
         """The probe's time and the count's before it are means, not medians: on a crowded machine
@@ -180,7 +208,7 @@ class ThreadPolicy:
             self._probing_from = None  # faster with one more: keep it, probe again soon
             self._wait_s = self.probe_s
             self._proven[self.threads] = self.clock()
-            self._best[(self._shape, self.threads)] = (median, self.clock())  # the neighbour stays: the new best
+            self._best[self._key()] = (median, self.clock())  # the neighbour stays: the new best
             return None
         return self._fail_probe()
 
@@ -191,9 +219,9 @@ class ThreadPolicy:
         before, before_median = self._dropped_from
         self._dropped_from = None
         if median <= (1 - self.gain) * before_median:  # medians: the drop was decided on one
-            self._best[(self._shape, self.threads)] = (median, self.clock())
+            self._best[self._key()] = (median, self.clock())
             return None
-        self._best[(self._shape, before)] = (before_median, self.clock())
+        self._best[self._key(before)] = (before_median, self.clock())
         return self._set(before)
 
     def _fail_probe(self) -> int:

@@ -283,3 +283,47 @@ def test_a_proven_drop_stays_for_a_prompt_read():
     assert feed(policy, clock, 0.030) == [1]
     assert feed(policy, clock, 0.020) == []  # one thread is faster under this neighbour: kept
     assert policy.reading() is None and policy.threads == 1
+
+
+def test_eight_rows_that_slow_as_their_contexts_grow_are_not_a_neighbour():
+    """Eight clients of the bundled model: 8-row calls grew from 35 to 52 ms within five seconds as
+    the replies lengthened (from 35 to 155 positions a row; a quiet 2-core EPYC). Compared across
+    contexts that read as a neighbour, and each reply ran two windows on one thread."""
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    changes = []
+    for i in range(121):
+        seconds = 0.035 + 0.017 * i / 120
+        clock.now += seconds
+        change = policy.record(seconds, 8, context=8 * (35 + i))
+        if change is not None:
+            changes.append(change)
+    assert changes == [] and policy.threads == 2
+
+
+def test_a_neighbour_that_comes_as_the_context_band_changes_is_still_seen():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    for context, seconds in ((400, 0.035), (600, 0.036)):  # the first band quiet, then the next...
+        for _ in range(WINDOW):
+            clock.now += seconds
+            assert policy.record(seconds, 8, context=context) is None
+    changes = []
+    for _ in range(WINDOW):  # ...and a band later a neighbour takes a core as it starts: 3× slower
+        clock.now += 0.110
+        change = policy.record(0.110, 8, context=900)
+        if change is not None:
+            changes.append(change)
+    assert changes == [1]
+
+
+def test_a_jump_within_one_context_band_drops_a_thread():
+    clock = Clock()
+    policy = ThreadPolicy(2, clock)
+    changes = []
+    for seconds in [0.040] * WINDOW + [0.060] * WINDOW:
+        clock.now += seconds
+        change = policy.record(seconds, 8, context=1000)
+        if change is not None:
+            changes.append(change)
+    assert changes == [1]

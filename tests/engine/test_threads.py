@@ -98,7 +98,7 @@ def test_replies_keep_their_tokens_when_llama_cpp_changes_its_threads_mid_reply(
 
     fixed = replies(make_engine(tiny_models["llama"], "llamacpp", threads=2))
     calls = []
-    monkeypatch.setattr(ThreadPolicy, "record", lambda self, seconds, tokens, cpu_seconds=None: calls.append(tokens) or 1 + len(calls) % 2)
+    monkeypatch.setattr(ThreadPolicy, "record", lambda self, seconds, tokens, cpu_seconds=None, context=0: calls.append(tokens) or 1 + len(calls) % 2)
     assert replies(make_engine(tiny_models["llama"], "llamacpp", threads=2)) == fixed
     assert len(calls) > 20, "the count changed after every decode call"
 
