@@ -14,11 +14,15 @@ import llama_source
 
 
 def sdist_tree(root: Path, text_of=lambda patch: f"// before\n{patch.old}// after\n") -> Path:
+    """A stand-in source tree: each file holds the text of every patch made to it, in order."""
     src = root / "llama_cpp_python-0.3.16"
+    texts: dict[Path, str] = {}
     for patch in llama_source.PATCHES:
         path = llama_source.vendored(src) / patch.path
+        texts[path] = texts.get(path, "") + text_of(patch)
+    for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text_of(patch))
+        path.write_text(text)
     return src
 
 
@@ -37,6 +41,8 @@ def test_patches_apply_once_and_again_changes_nothing(tmp_path):
     once = path.read_text()
     assert once.startswith("// before\n") and once.endswith("// after\n")
     assert "0xFC00FC00FC00FC00ull" in once
+    dots = (llama_source.vendored(src) / llama_source.Q4_1_TWO_BY_TWO.path).read_text()
+    assert dots.count("if (nrc == 2) {") == 2, "both two-by-two dots, in the one file they share"
     llama_source.apply(src)
     assert path.read_text() == once
 
@@ -52,6 +58,25 @@ def test_the_masked_run_skip_leaves_the_original_check_in_place():
     patch = llama_source.SKIP_MASKED_RUNS
     assert patch.new.endswith(patch.old.split("\n", 1)[1])
     assert patch.new.startswith(patch.old.split("\n", 1)[0])
+
+
+TWO_BY_TWO = {"Q4_1": (llama_source.Q4_1_TWO_BY_TWO, llama_source.Q4_1_TWO_ROWS_ON_AVX2),
+              "Q8_0": (llama_source.Q8_0_TWO_BY_TWO, llama_source.Q8_0_TWO_ROWS_ON_AVX2)}
+
+
+@pytest.mark.parametrize("kind", TWO_BY_TWO)
+def test_a_two_by_two_dot_keeps_the_one_column_path_and_comes_with_its_rows_setting(kind):
+    """The one-column path is what a step of one row (and any odd count) computes: it stays as it
+    was, after the new block, so both give each sum by the same operations
+    (tests/engine/test_llamacpp_rows.py checks the results bit for bit). ggml asks for two rows only
+    where the x86 kernel has them: the kernel and its `nrows` setting go together, on AVX2 alone."""
+    kernel, rows = TWO_BY_TWO[kind]
+    assert kernel in llama_source.PATCHES and rows in llama_source.PATCHES
+    head, tail = kernel.old.split("\n    int ib = 0;\n", 1)
+    assert kernel.new.startswith(head.replace("    assert(nrc == 1);\n", ""))
+    assert kernel.new.endswith("    assert(nrc == 1);\n\n    int ib = 0;\n" + tail)
+    assert "#if defined(__AVX2__)\n    if (nrc == 2) {" in kernel.new and "return;\n    }\n#endif\n" in kernel.new
+    assert "__ARM_FEATURE_MATMUL_INT8) || defined(__AVX2__)" in rows.new
 
 
 def test_unpack_gives_the_one_source_folder(tmp_path):
