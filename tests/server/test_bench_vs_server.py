@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engine.bench.vs_server import agent_messages, measure_both, token_counter, vs_server
+from engine.bench.vs_server import agent_messages, measure_both, prompt_figures, token_counter, vs_server
 
 
 def test_an_agent_prompt_has_the_length_asked_and_its_prefix_repeats(tiny_models):
@@ -63,3 +63,26 @@ def test_each_figure_is_taken_from_both_back_to_back_the_order_swapped_each_roun
     ratios = [c["decode_tok_s"]["8"] / o["decode_tok_s"]["8"] for c, o in zip(taken["confab"], taken["other"])]
     assert ratios[0] < 1 < ratios[1], "the drift favours whoever goes first"
     assert abs(sum(ratios) / len(ratios) - 1) < 0.01, "and swapping the order cancels it out"
+
+
+class _Asked:
+    """A client that answers each request in a given time and keeps what it was asked."""
+
+    def __init__(self, times: list[float]) -> None:
+        self.times, self.asked = times, []
+
+    def stream(self, messages, max_tokens):
+        self.asked.append(messages)
+        return self.times[len(self.asked) - 1], max_tokens
+
+
+def test_the_warm_figure_is_the_median_of_three_tasks_on_the_cold_prefix():
+    """One warm request takes a few tenths of a second and moved by ±20 % between requests: one
+    request per round made a ratio of noise."""
+    client = _Asked([9.0, 0.30, 0.90, 0.31])
+    cold, warm = prompt_figures(client, lambda text: len(text.split()), 200)
+    assert (cold, warm) == (9.0, 0.31)
+    systems = {m[0]["content"] for m in client.asked}
+    tasks = [m[1]["content"] for m in client.asked]
+    assert len(systems) == 1, "every warm request shares the cold one's prefix"
+    assert len({t.split()[0] for t in tasks}) == 4, "each task starts with another word: each is read whole"
