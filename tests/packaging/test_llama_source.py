@@ -88,3 +88,13 @@ def test_unpack_gives_the_one_source_folder(tmp_path):
     assert unpacked == tmp_path / "out" / src.name
     llama_source.apply(unpacked)
     assert _is_patched(unpacked)
+
+
+def test_odd_columns_keep_the_two_column_kernel_on_x86_only():
+    """An odd count of columns takes pairs and then one column on x86 (where both paths sum alike);
+    everywhere else, and for products with broadcast dims, ggml's own choice stays as it was."""
+    patch = llama_source.ODD_COLUMNS_TWO_BY_TWO
+    assert patch in llama_source.PATCHES
+    assert patch.new.startswith("#if defined(__AVX2__) && !defined(__ARM_FEATURE_MATMUL_INT8)\n")
+    assert "ne12 == 1 && ne13 == 1" in patch.new
+    assert patch.old in patch.new, "the original choice, unchanged, in the else branch"
