@@ -80,6 +80,17 @@ SKIP_MASKED_RUNS = Patch(
             }
 """)
 
+
+def two_rows_on_avx2(dot: str, vec_dot_type: str) -> Patch:
+    """ggml's type traits ask `dot` for two rows at a time on x86 with AVX2 too, as on ARM with i8mm:
+    only where a kernel patch (`*_TWO_BY_TWO` below) gives it a two-by-two path."""
+    head = f"""        .vec_dot                  = {dot},
+        .vec_dot_type             = {vec_dot_type},
+#if defined (__ARM_FEATURE_MATMUL_INT8)"""
+    return Patch("ggml/src/ggml-cpu/ggml-cpu.c", old=head + "\n",
+                 new=head + " || defined(__AVX2__)  // Confab: the x86 two-by-two dot (arch/x86/quants.c)\n")
+
+
 Q4_1_TWO_BY_TWO = Patch(
     "ggml/src/ggml-cpu/arch/x86/quants.c",
     old="""    assert(n % qk == 0);
@@ -151,16 +162,7 @@ Q4_1_TWO_BY_TWO = Patch(
     int ib = 0;
 """)
 
-Q4_1_TWO_ROWS_ON_AVX2 = Patch(
-    "ggml/src/ggml-cpu/ggml-cpu.c",
-    old="""        .vec_dot                  = ggml_vec_dot_q4_1_q8_1,
-        .vec_dot_type             = GGML_TYPE_Q8_1,
-#if defined (__ARM_FEATURE_MATMUL_INT8)
-""",
-    new="""        .vec_dot                  = ggml_vec_dot_q4_1_q8_1,
-        .vec_dot_type             = GGML_TYPE_Q8_1,
-#if defined (__ARM_FEATURE_MATMUL_INT8) || defined(__AVX2__)  // Confab: the x86 two-by-two dot (arch/x86/quants.c)
-""")
+Q4_1_TWO_ROWS_ON_AVX2 = two_rows_on_avx2("ggml_vec_dot_q4_1_q8_1", "GGML_TYPE_Q8_1")
 
 Q8_0_TWO_BY_TWO = Patch(
     "ggml/src/ggml-cpu/arch/x86/quants.c",
@@ -223,16 +225,7 @@ Q8_0_TWO_BY_TWO = Patch(
     float sumf = 0;
 """)
 
-Q8_0_TWO_ROWS_ON_AVX2 = Patch(
-    "ggml/src/ggml-cpu/ggml-cpu.c",
-    old="""        .vec_dot                  = ggml_vec_dot_q8_0_q8_0,
-        .vec_dot_type             = GGML_TYPE_Q8_0,
-#if defined (__ARM_FEATURE_MATMUL_INT8)
-""",
-    new="""        .vec_dot                  = ggml_vec_dot_q8_0_q8_0,
-        .vec_dot_type             = GGML_TYPE_Q8_0,
-#if defined (__ARM_FEATURE_MATMUL_INT8) || defined(__AVX2__)  // Confab: the x86 two-by-two dot (arch/x86/quants.c)
-""")
+Q8_0_TWO_ROWS_ON_AVX2 = two_rows_on_avx2("ggml_vec_dot_q8_0_q8_0", "GGML_TYPE_Q8_0")
 
 ODD_COLUMNS_TWO_BY_TWO = Patch(
     "ggml/src/ggml-cpu/ggml-cpu.c",
