@@ -1,14 +1,22 @@
 """On the bundled Q4_1 model, the 4-bit weights answer as the dequantized (dense) weights do.
 
 The int4 kernel computes in bfloat16 (activations, and the weights it expands from codes, scales and
-zeros), the dense reference in float32: near-ties flip. Measured on this fixed set (2-core AVX2 CPU):
-greedy replies equal on 17 of 20 prompts over 8 tokens, 16 over 16 tokens, 14 over 64 tokens (the
-issue asks 18 of 20 over 64, which a bfloat16-compute kernel does not reach: a dense bfloat16 layer
-is as far from float32 as the int4 one, 0.2-0.3% relative). The test holds the 16-token figure
-with one prompt of margin, and keeps to a few batched forwards.
+zeros), the dense reference in float32, so near-ties flip: greedy replies over 16 tokens were equal on
+14 to 17 of these 20 prompts, by CPU and even from run to run on one machine (which sessions share a
+forward depends on timing, and bfloat16 rounding turns float32's last-bit differences into flips).
+A count of equal replies is therefore no test: CI once saw 14 where this machine saw 15.
+
+What holds on every CPU is why they part: the two models read the same tokens up to the first token
+where they differ, so there the dense model's choice can lead the int4 pick by no more than the two
+models' error on those two tokens. Measured (2-core AVX-512 CPU): where the replies part, the dense
+lead was 0.003-0.087 nats; the chosen token's log-probability differed by 0.011 nats on average
+(largest 0.074) where they agree. A broken kernel (wrong layout, scales or zeros) misses both by far.
 """
 
 from __future__ import annotations
+
+import itertools
+import statistics
 
 from engine import SamplingParams
 
@@ -22,26 +30,50 @@ PROMPTS = [
     "Tell me a fun fact about elephants.", "What is the largest ocean?", "Explain what a verb is.",
 ]
 TOKENS = 16
-AGREE = 15
+TOP = 5
+NEAR_TIE = 0.3
+"""Largest lead (nats) of the dense model's choice over the int4 pick where replies part: a
+near-tie (the two within 35 % in probability), over three times the largest lead measured."""
+MEAN_ERROR = 0.05
+"""Largest mean |int4 - dense| log-probability of the chosen token where replies agree (measured
+0.011)."""
 
 
-def _replies(engine) -> list[list[int]]:
-    """Greedy replies to every prompt, all generating at once (batched: the test stays short)."""
+def _replies(engine) -> list[tuple[list[int], list]]:
+    """Greedy replies to every prompt with their top log-probabilities, all generating at once."""
     sessions = [engine.open_session() for _ in PROMPTS]
-    params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_stop=False)
+    params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_stop=False, logprobs=TOP)
     streams = [s.chat([{"role": "user", "content": p}], params) for s, p in zip(sessions, PROMPTS)]
-    replies = [[t for chunk in stream for t in chunk.token_ids] for stream in streams]
+    replies = []
+    for stream in streams:
+        chunks = list(stream)
+        replies.append(([t for c in chunks for t in c.token_ids], [lp for c in chunks for lp in c.logprobs]))
     for s in sessions:
         s.close()
     return replies
 
 
-def test_int4_greedy_replies_match_the_dequantized_model(make_engine):
+def _lead_where_they_part(got: list[int], want: list[int], want_logprobs: list) -> float:
+    """How far the dense model's token led the int4 one at the first token they differ (0: never)."""
+    at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+    if at is None:
+        return 0.0
+    top = dict(want_logprobs[at].top)
+    # An int4 pick outside the dense top-TOP led by at least as much as the last of them.
+    return want_logprobs[at].logprob - top.get(got[at], min(top.values()))
+
+
+def test_int4_replies_part_from_the_dequantized_model_only_at_near_ties(make_engine):
     int4 = make_engine("bundled:smollm2-135m-instruct", "torch", dtype="float32")
     assert int4.quantized.startswith("int4: 210 of 211 linear layers")
     got = _replies(int4)
     int4.close()
     dense = make_engine("bundled:smollm2-135m-instruct", "torch", dtype="float32", quantize="none")
     want = _replies(dense)
-    same = sum(a == b for a, b in zip(got, want))
-    assert same >= AGREE, f"{same} of {len(PROMPTS)} replies equal"
+
+    leads = [_lead_where_they_part(g, w, wl) for (g, _), (w, wl) in zip(got, want)]
+    assert max(leads) <= NEAR_TIE, [round(x, 3) for x in leads]
+    errors = [abs(a.logprob - b.logprob) for (g, gl), (w, wl) in zip(got, want)
+              for a, b, _ in zip(gl, wl, itertools.takewhile(lambda pair: pair[0] == pair[1], zip(g, w)))]
+    assert statistics.mean(errors) <= MEAN_ERROR, statistics.mean(errors)
+    assert sum(g == w for (g, _), (w, _) in zip(got, want)) >= len(PROMPTS) // 2  # not a vacuous test
