@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import bootstrap  # noqa: F401 - puts packaging/ on sys.path
+import llama_patches
 import llama_source
 
 
@@ -37,11 +38,11 @@ def test_patches_apply_once_and_again_changes_nothing(tmp_path):
     assert not _is_patched(src)
     llama_source.apply(src)
     assert _is_patched(src)
-    path = llama_source.vendored(src) / llama_source.SKIP_MASKED_RUNS.path
+    path = llama_source.vendored(src) / llama_patches.SKIP_MASKED_RUNS.path
     once = path.read_text()
     assert once.startswith("// before\n") and once.endswith("// after\n")
     assert "0xFC00FC00FC00FC00ull" in once
-    dots = (llama_source.vendored(src) / llama_source.Q4_1_TWO_BY_TWO.path).read_text()
+    dots = (llama_source.vendored(src) / llama_patches.Q4_1_TWO_BY_TWO.path).read_text()
     assert dots.count("if (nrc == 2) {") == 2, "both two-by-two dots, in the one file they share"
     llama_source.apply(src)
     assert path.read_text() == once
@@ -55,13 +56,13 @@ def test_another_llama_cpp_fails_loudly_rather_than_building_unpatched(tmp_path)
 
 def test_the_masked_run_skip_leaves_the_original_check_in_place():
     """Cells the skip does not take still go through llama.cpp's own -inf check (same cells skipped)."""
-    patch = llama_source.SKIP_MASKED_RUNS
+    patch = llama_patches.SKIP_MASKED_RUNS
     assert patch.new.endswith(patch.old.split("\n", 1)[1])
     assert patch.new.startswith(patch.old.split("\n", 1)[0])
 
 
-TWO_BY_TWO = {"Q4_1": (llama_source.Q4_1_TWO_BY_TWO, llama_source.Q4_1_TWO_ROWS_ON_AVX2),
-              "Q8_0": (llama_source.Q8_0_TWO_BY_TWO, llama_source.Q8_0_TWO_ROWS_ON_AVX2)}
+TWO_BY_TWO = {"Q4_1": (llama_patches.Q4_1_TWO_BY_TWO, llama_patches.Q4_1_TWO_ROWS_ON_AVX2),
+              "Q8_0": (llama_patches.Q8_0_TWO_BY_TWO, llama_patches.Q8_0_TWO_ROWS_ON_AVX2)}
 
 
 @pytest.mark.parametrize("kind", TWO_BY_TWO)
@@ -93,7 +94,7 @@ def test_unpack_gives_the_one_source_folder(tmp_path):
 def test_odd_columns_keep_the_two_column_kernel_on_x86_only():
     """An odd count of columns takes pairs and then one column on x86 (where both paths sum alike);
     everywhere else, and for products with broadcast dims, ggml's own choice stays as it was."""
-    patch = llama_source.ODD_COLUMNS_TWO_BY_TWO
+    patch = llama_patches.ODD_COLUMNS_TWO_BY_TWO
     assert patch in llama_source.PATCHES
     assert patch.new.startswith("#if defined(__AVX2__) && !defined(__ARM_FEATURE_MATMUL_INT8)\n")
     assert "ne12 == 1 && ne13 == 1" in patch.new
