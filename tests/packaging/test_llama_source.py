@@ -76,7 +76,7 @@ def test_a_two_by_two_dot_keeps_the_one_column_path_and_comes_with_its_rows_sett
     head, tail = kernel.old.split("\n    int ib = 0;\n", 1)
     assert kernel.new.startswith(head.replace("    assert(nrc == 1);\n", ""))
     assert kernel.new.endswith("    assert(nrc == 1);\n\n    int ib = 0;\n" + tail)
-    assert "#if defined(__AVX2__)\n    if (nrc == 2) {" in kernel.new and "return;\n    }\n#endif\n" in kernel.new
+    assert "#if defined(__AVX2__)\n    if (nrc == " in kernel.new and "return;\n    }\n#endif\n" in kernel.new
     assert "__ARM_FEATURE_MATMUL_INT8) || defined(__AVX2__)" in rows.new
 
 
@@ -99,3 +99,18 @@ def test_odd_columns_keep_the_two_column_kernel_on_x86_only():
     assert patch.new.startswith("#if defined(__AVX2__) && !defined(__ARM_FEATURE_MATMUL_INT8)\n")
     assert "ne12 == 1 && ne13 == 1" in patch.new
     assert patch.old in patch.new, "the original choice, unchanged, in the else branch"
+
+
+def test_four_columns_only_for_q4_1_plain_products_on_x86():
+    """The two-by-four Q4_1 dot (nrc 4, a count ggml itself never asks for) is reached only from
+    ggml-cpu.c's loop for Q4_1 weights in a plain 2-D product on x86, where a block has four columns
+    left; its buffer holds four columns, and the call and the copy out use the count it chose."""
+    kernel, loop, call = (llama_patches.Q4_1_TWO_BY_TWO, llama_patches.FOUR_COLUMNS_FOR_Q4_1,
+                          llama_patches.FOUR_COLUMNS_CALL)
+    assert all(p in llama_patches.PATCHES for p in (kernel, loop, call))
+    assert kernel.new.index("    if (nrc == 4) {") < kernel.new.index("    if (nrc == 2) {")
+    assert kernel.new.count("return;") == 2
+    assert "type == GGML_TYPE_Q4_1 && num_rows_per_vec_dot == 2 && ne12 == 1 && ne13 == 1" in loop.new
+    assert "#else\n    const bool four_columns = false;" in loop.new and "float tmp[64];" in loop.new
+    assert "ir1 + 4 <= MIN(iir1 + blck_1, ir1_end) ? 4 : num_rows_per_vec_dot" in loop.new
+    assert "(int) columns);" in call.new and "cn < columns;" in call.new
