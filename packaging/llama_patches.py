@@ -26,6 +26,12 @@ columns has four left: each row's nibbles unpacked once for four sums (same oper
 `llama-batched-bench` 8×300 tokens, alternated with the two-by-two build, five runs each: 8-row
 decoding 220-248 tok/s against 167-217 (medians 241 and 198), prompt reading 433-481 against 319-386.
 
+And one fix of batch invariance in Q4_K, the format of most downloaded GGUFs (Q4_K_M): ggml repacks
+Q4_K weights and multiplies four columns at a time, the rest one at a time, and the two kernels
+scaled the integer sums into floats at different points (each pair of sub-blocks against each super
+block), so a row's logits depended on how many rows its step had (a tiny Q4_K/Q6_K model: 1.39
+apart). The one-column kernel now scales as the four-column one does: bit for bit the same.
+
 Only the standard library: bootstrap.py imports this before anything is installed.
 """
 
@@ -330,8 +336,38 @@ FOUR_COLUMNS_CALL = Patch(
 
                 for (int cn = 0; cn < columns; ++cn) {""")
 
+Q4_K_ONE_COLUMN_AS_FOUR = Patch(
+    "ggml/src/ggml-cpu/arch/x86/repack.cpp",
+    old="""                    __m256i q8s_sb = _mm256_shuffle_epi32(q8s, 0);
+                    __m256i iacc_min_sb = _mm256_madd_epi16(q8s_sb, mins_01);
+                    q8s = _mm256_bsrli_epi128(q8s, 4);
+
+                    // Accumulate for the complete block
+                    iacc_b = _mm256_add_epi32(iacc_b, iacc_sb);
+                    iacc_min_b = _mm256_add_epi32(iacc_min_b, iacc_min_sb);
+                }
+
+                // Multiply-Add with scale values for the complete super block
+                acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_b), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);
+                acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_b), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);
+""",
+    new="""                    __m256i q8s_sb = _mm256_shuffle_epi32(q8s, 0);
+                    __m256i iacc_min_sb = _mm256_madd_epi16(q8s_sb, mins_01);
+                    q8s = _mm256_bsrli_epi128(q8s, 4);
+
+                    // Confab: scaled and added to the float sums for each pair of sub-blocks, as
+                    // ggml_gemm_q4_K_8x8_q8_K does for four columns, not once per super block: a
+                    // column's result no longer depends on whether it came in a group of four
+                    // (ggml's repacked product takes the one-column kernel for the rest).
+                    acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);
+                    acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);
+                }
+                (void) iacc_b;
+                (void) iacc_min_b;
+""")
+
 PATCHES: tuple[Patch, ...] = (SKIP_MASKED_RUNS, Q4_1_TWO_BY_TWO, Q4_1_TWO_ROWS_ON_AVX2, Q8_0_TWO_BY_TWO,
                               Q8_0_TWO_ROWS_ON_AVX2, ODD_COLUMNS_TWO_BY_TWO, FOUR_COLUMNS_FOR_Q4_1,
-                              FOUR_COLUMNS_CALL)
+                              FOUR_COLUMNS_CALL, Q4_K_ONE_COLUMN_AS_FOUR)
 PATCH_ID = hashlib.sha256(repr(PATCHES).encode()).hexdigest()[:12]
 """Changes when the patches do: builds record it, and an installed build without it is rebuilt."""

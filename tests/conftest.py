@@ -118,6 +118,18 @@ def tiny_q4_gguf(tmp_path_factory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", tokenizer)
 
 
+@pytest.fixture(scope="session")
+def tiny_k_gguf(tmp_path_factory) -> Path:
+    """A tiny llama GGUF in Q4_K_M's formats (Q4_K and Q6_K, rows of 256; tests/engine/gguf_tiny.py):
+    what most downloaded GGUFs hold; written once per test session."""
+    from engine.models.sources import bundled_gguf
+    from tests.engine.gguf_tiny import write_tiny_k_gguf
+
+    vocab = os.environ.get("CONFAB_TEST_VOCAB_GGUF")
+    tokenizer = Path(vocab) if vocab else bundled_gguf("smollm2-135m-instruct")
+    return write_tiny_k_gguf(tmp_path_factory.mktemp("gguf") / "tiny-k.gguf", tokenizer)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     return request.param

@@ -6,6 +6,8 @@ They once did not, on float32, float16, Q8_0 and Q4_0 weights: ggml hands a step
 to llamafile's tinyBLAS and a one-row step to its own dot products, which sum in another order
 (measured: 0.0069 apart on the bundled model written as float32, enough that a greedy reply with
 drafts was another text than without). bootstrap builds llama.cpp with -DGGML_LLAMAFILE=OFF since.
+On Q4_K weights (Q4_K_M files) ggml's repacked kernels for four columns and for one scaled their sums
+at different points (1.39 apart at ten rows); packaging/llama_patches.py makes them agree.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ def logits_of(backend, split) -> np.ndarray:
             backend.free_state(other)
 
 
-@pytest.mark.parametrize("weights", ["float32", "4-bit and 8-bit"])
-def test_a_positions_logits_do_not_depend_on_the_rows_of_its_step(make_engine, tiny_models, gguf_source,
-                                                                  tiny_q4_gguf, weights):
-    source = gguf_source(tiny_models["llama"]) if weights == "float32" else tiny_q4_gguf
+@pytest.mark.parametrize("weights", ["float32", "4-bit and 8-bit", "Q4_K and Q6_K"])
+def test_a_positions_logits_do_not_depend_on_the_rows_of_its_step(make_engine, tiny_models, gguf_source, request,
+                                                                  weights):
+    source = {"float32": lambda: gguf_source(tiny_models["llama"]),
+              "4-bit and 8-bit": lambda: request.getfixturevalue("tiny_q4_gguf"),
+              "Q4_K and Q6_K": lambda: request.getfixturevalue("tiny_k_gguf")}[weights]()
     engine = make_engine(source, "llamacpp", max_context=256, max_sessions=4)
     got = engine._call(lambda w: {name: logits_of(w.backend, split) for name, split in SPLITS.items()})
     reference = got.pop("one row a step")

@@ -114,3 +114,18 @@ def test_four_columns_only_for_q4_1_plain_products_on_x86():
     assert "#else\n    const bool four_columns = false;" in loop.new and "float tmp[64];" in loop.new
     assert "ir1 + 4 <= MIN(iir1 + blck_1, ir1_end) ? 4 : num_rows_per_vec_dot" in loop.new
     assert "(int) columns);" in call.new and "cn < columns;" in call.new
+
+
+def test_the_one_column_q4_k_kernel_scales_as_the_four_column_one():
+    """ggml's repacked Q4_K product takes four columns at a time and one at a time for the rest; the
+    four-column kernel scales each pair of sub-blocks into the float sums, the one-column kernel
+    (as published) each super block, so a row's logits depended on its step's row count
+    (tests/engine/test_llamacpp_rows.py, Q4_K and Q6_K: 1.39 apart). The patch moves the one-column
+    kernel's scaling into the sub-block loop; its integer sums are left as they were."""
+    patch = llama_patches.Q4_K_ONE_COLUMN_AS_FOUR
+    assert patch in llama_source.PATCHES and patch.path.endswith("arch/x86/repack.cpp")
+    loop_end = patch.new.index("                }\n")
+    assert patch.new.index("_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32)") < loop_end
+    assert patch.new.index("_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32)") < loop_end
+    assert "_mm256_cvtepi32_ps(iacc_b)" in patch.old and "_mm256_cvtepi32_ps(iacc_b)" not in patch.new
+    assert patch.new.startswith(patch.old.split("\n\n", 1)[0])
