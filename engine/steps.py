@@ -1,8 +1,9 @@
 """Records of the step loop: a session's slot and the job generating its reply.
 
 Both live on the engine thread. Kept below `worker` (which runs the loop), `batch` (which holds
-slots while they decode together) and `together` (joint rounds, which names what it needs of the
-worker as `RoundOwner`), so none of them has to import another for these.
+slots while they decode together), `together` and `batched_rounds` (the two ways a round is
+stepped, which name what they need of the worker as `RoundOwner`), so none of them has to import
+another for these.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ class Job:
 
 
 class RoundOwner(Protocol):
-    """What `together.Together` needs of the `worker.Worker` whose rounds it steps (the worker makes
-    it, so `together` cannot import `worker`)."""
+    """What `together.Together` and `batched_rounds.BatchedRounds` need of the `worker.Worker` whose
+    rounds they step (the worker makes them, so neither can import `worker`)."""
 
     backend: Any
     config: Any
@@ -87,6 +88,7 @@ class RoundOwner(Protocol):
     slots: dict[int, Slot]
     scheduler: Any
     batching: bool
+    batch: Any
 
     def live_jobs(self) -> Iterator[tuple[Job, Slot]]: ...
 
@@ -95,3 +97,7 @@ class RoundOwner(Protocol):
     def _end_job(self, slot: Slot, reason: str, last_ids: tuple = (), text: str = "") -> None: ...
 
     def _guarded(self, job: Job, slot: Slot, fn: Callable[[], None]) -> None: ...
+
+    def _settle(self) -> None: ...
+
+    def _poison(self, slot: Slot, job: Job, error: BaseException) -> None: ...

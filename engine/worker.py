@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 from . import capacity, state_file
 from .errors import CapacityError, EngineError, SessionClosedError, SessionPoisonedError
 from .batch import Batch
+from .batched_rounds import BatchedRounds
 from .reply.logprobs import token_logprob
-from .reply.sampling import make_sampler, steps_alone
+from .reply.sampling import make_sampler
 from .scheduler import RoundRobin
 from .handle import Failed
 from .steps import Job, Slot
@@ -56,8 +57,9 @@ class Worker:
                 self.per_session, self.budget, config.max_sessions, budget_given=config.memory_budget is not None
             )
         # Backends that decode any mix of sessions and prompt chunks in one call (llama.cpp) step a
-        # whole round at once; the others step prefill alone and decode through `self.batch`.
+        # whole round at once; the others step prefill alone and decode through `self.batch` (`batched`).
         self.together = Together(self) if hasattr(backend, "step") else None
+        self.batched = BatchedRounds(self) if self.together is None else None
         self.room = Room(self) if self.pool is not None else None
         """Admission into the shared pool, and parking of idle or younger turns when it is full."""
         self.backend_reason = ""
@@ -217,29 +219,13 @@ class Worker:
         self.scheduler.add(job)
 
     def step_round(self) -> None:
-        """Advance every active job by one forward's worth: a prefill chunk or one token.
-
-        Prefill chunks (and sessions whose state cannot be batched) step one session per forward;
-        every other decoding session steps together in one batched forward.
-        """
+        """Advance every active job by one forward's worth: a prefill chunk or one token, all in one
+        backend call (engine/together.py) or a forward per session with the decoders batched
+        (engine/batched_rounds.py)."""
         if self.together is not None:
             self.together.round()
             return
-        decoders: list[tuple[Job, Slot]] = []
-        for job, slot in self.live_jobs():
-            if self._batchable(job, slot):
-                decoders.append((job, slot))
-            else:
-                self._guarded(job, slot, lambda: self._step(job, slot))
-        # A lone decoder steps alone, except where the backend's captured batch step is faster (CUDA graphs).
-        lone = len(decoders) == 1 and getattr(self.backend, "steps_one_in_batch", False)
-        together = decoders[: self.config.max_batch] if len(decoders) > 1 or lone else []
-        if together:
-            self._step_batch(together)
-        for job, slot in decoders[len(together):]:
-            self._guarded(job, slot, lambda: self._step(job, slot))
-        if not together or not self.scheduler:
-            self._settle()  # sessions not decoding together hold their own, unpadded state
+        self.batched.round()
 
     def live_jobs(self) -> Iterator[tuple[Job, Slot]]:
         """This round's jobs that still run, with their slots: a job whose session has gone or moved
@@ -253,58 +239,12 @@ class Worker:
             else:
                 yield job, slot
 
-    def _batchable(self, job: Job, slot: Slot) -> bool:
-        if not self.batching or job.pending or not job.generated or steps_alone(job.params):
-            return False
-        return slot in self.batch or (slot.state is not None and self.backend.batchable(slot.state))
-
     def _guarded(self, job: Job, slot: Slot, fn: Callable[[], None]) -> None:
         try:
             fn()
         except Exception as e:  # a failed forward poisons only this session
             log.exception("forward failed on session %s", job.session.id)
             self._poison(slot, job, e)
-
-    def _step(self, job: Job, slot: Slot) -> None:
-        """One forward of this session alone."""
-        if slot.job is not job:  # poisoned since the round began (a failed split)
-            return
-        if slot in self.batch:
-            self._settle()
-            if slot.job is not job:
-                return
-        if slot.state is None:
-            slot.state = self.backend.new_state()
-        if job.pending:
-            feed = job.pending[: self.config.prefill_chunk]
-            job.pending = job.pending[len(feed):]
-            job.prefilled += len(feed)
-        else:
-            feed = [job.generated[-1]]
-        with self.backend.compute():
-            logits = self.backend.forward(slot.state, feed)
-        self._after_forward(job, slot, feed, logits, self.backend.state_nbytes(slot.state))
-
-    def _step_batch(self, pairs: list[tuple[Job, Slot]]) -> None:
-        """One forward for all `pairs`; if it fails, step each alone so a fault poisons only its own."""
-        feeds = [job.generated[-1] for job, _ in pairs]
-        try:
-            self.batch.sync([slot for _, slot in pairs])
-            logits = self.batch.forward(feeds)
-        except Exception:
-            log.exception("batched forward failed; stepping its %d sessions one at a time", len(pairs))
-            try:
-                self.batch.settle()
-            except Exception as e:  # the members' states are gone with the batch
-                for job, slot in pairs:
-                    self._poison(slot, job, e)
-                return
-            for job, slot in pairs:
-                self._guarded(job, slot, lambda: self._step(job, slot))
-            return
-        for row, (job, slot) in enumerate(pairs):
-            nbytes = self.batch.row_nbytes(row)
-            self._guarded(job, slot, lambda: self._after_forward(job, slot, [feeds[row]], logits[row], nbytes))
 
     def _after_forward(self, job: Job, slot: Slot, feed: list[int], logits, nbytes: int) -> None:
         """Record what was fed; once the prompt is in, sample a token and deliver it."""

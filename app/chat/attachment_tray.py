@@ -24,9 +24,7 @@ text only is refused when the message is sent (`needs_word`), never dropped.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -36,6 +34,7 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 from app.chat.attachment_chip import AttachmentChip
 from app.chat.attachment_count import Counter, TokenCount, count_read, count_text, estimated, fit_part
+from app.chat.attachment_draft import Draft
 from app.chat.attachment_reader import FileRead, ReadCancelled, UnreadableFileError, read_file
 from app.chat.image_reader import (THUMB_EDGE, ImageRead, image_from_qimage, is_image_file, pixels, read_image,
                                   thumbnail, thumbnail_bytes)
@@ -51,27 +50,6 @@ MAX_LINES = 3
 """Lines of chips shown before the row scrolls."""
 PROGRESS_STEP = 0.01
 """Smallest change of a read's progress worth a repaint (at most 100 posts per file)."""
-
-
-@dataclass
-class _Draft:
-    """One file in the tray (GUI thread), and the cancel flag its reading thread checks."""
-
-    path: Path
-    chip: AttachmentChip
-    cancel: threading.Event = field(default_factory=threading.Event)
-    count: Optional[Counter] = None
-    """The model's token counter when the file was added (None: estimate)."""
-    read: Optional[FileRead] = None
-    counted: TokenCount = TokenCount(0, False)
-    """Tokens of the whole file once read; of `attachment` once it is ready."""
-    attachment: Optional[Attachment] = None
-    refusal: str = ""
-    """Why it could not be attached, in words (an empty file, a binary one, …); "" if it could."""
-    """Set once it is ready to send (all of it, or the part that fits)."""
-    shown_progress: float = -1.0
-    image: Optional[ImageRead] = None
-    """An image, once read (its attachment is then ready too)."""
 
 
 class AttachmentTray(QScrollArea):
@@ -99,7 +77,7 @@ class AttachmentTray(QScrollArea):
         self.library_offered = False
         """A file too big offers "Add to library" (set where a library takes it: app/library)."""
         self.route = GuiRoute(self)
-        self.drafts: list[_Draft] = []
+        self.drafts: list[Draft] = []
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="confab-read")
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidgetResizable(True)
@@ -137,8 +115,8 @@ class AttachmentTray(QScrollArea):
                 self._readers.submit(self._read_image, draft, lambda r=read: r, support.count)
 
     # -- adding ------------------------------------------------------------------------------------
-    def _new_draft(self, path: Path) -> _Draft:
-        draft = _Draft(path, AttachmentChip(path.name), count=self.count_tokens)
+    def _new_draft(self, path: Path) -> Draft:
+        draft = Draft(path, AttachmentChip(path.name), count=self.count_tokens)
         draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
         draft.chip.fit_clicked.connect(lambda d=draft: self._attach_part(d))
         draft.chip.library_offered = self.library_offered
@@ -174,8 +152,8 @@ class AttachmentTray(QScrollArea):
                                      self.images.count)
                 continue
             counted = TokenCount(a.tokens, a.tokens_exact) if a.tokens is not None else estimated(len(a.text))
-            draft = _Draft(Path(a.name), AttachmentChip(a.name), count=self.count_tokens, attachment=a,
-                           counted=counted)
+            draft = Draft(Path(a.name), AttachmentChip(a.name), count=self.count_tokens, attachment=a,
+                          counted=counted)
             draft.chip.remove_clicked.connect(lambda d=draft: self.remove(d))
             draft.chip.show_ready(a.media_type, draft.counted, a.size, a.truncated)
             self.drafts.append(draft)
@@ -185,13 +163,13 @@ class AttachmentTray(QScrollArea):
         self._update()
 
     # -- reading and counting (the reading threads) -------------------------------------------------
-    def _post(self, draft: _Draft, fn: Callable, *args: object) -> None:
+    def _post(self, draft: Draft, fn: Callable, *args: object) -> None:
         try:
             self.route.post(fn, *args)
         except RuntimeError:  # the tray (and its route) were deleted: nobody is waiting
             draft.cancel.set()
 
-    def _read(self, draft: _Draft, keep_bytes: bool, context: Optional[int], count_image) -> None:
+    def _read(self, draft: Draft, keep_bytes: bool, context: Optional[int], count_image) -> None:
         if draft.cancel.is_set():  # removed while it waited for a reader
             return
         if is_image_file(draft.path):
@@ -214,7 +192,7 @@ class AttachmentTray(QScrollArea):
                 counted = estimated(read.chars)
             self._post(draft, self._read_done, draft, read, counted)
 
-    def _read_image(self, draft: _Draft, read: Callable[[], ImageRead], count_image) -> None:
+    def _read_image(self, draft: Draft, read: Callable[[], ImageRead], count_image) -> None:
         """Read (or take) the image, make its thumbnail and ask the model what it costs."""
         if draft.cancel.is_set():
             return
@@ -234,7 +212,7 @@ class AttachmentTray(QScrollArea):
             counted = None
         self._post(draft, self._image_done, draft, image, small, counted)
 
-    def _fit(self, draft: _Draft, read: FileRead, room: int) -> None:
+    def _fit(self, draft: Draft, read: FileRead, room: int) -> None:
         if draft.cancel.is_set():
             return
         try:
@@ -243,7 +221,7 @@ class AttachmentTray(QScrollArea):
             attachment, counted = fit_part(read, room, None)
         self._post(draft, self._fit_done, draft, attachment, counted)
 
-    def _recount(self, draft: _Draft, attachment: Attachment) -> None:
+    def _recount(self, draft: Draft, attachment: Attachment) -> None:
         if draft.cancel.is_set() or draft.count is None:
             return
         try:
@@ -253,18 +231,18 @@ class AttachmentTray(QScrollArea):
         self._post(draft, self._make_ready, draft, attachment, counted)
 
     # -- results (GUI thread) ----------------------------------------------------------------------
-    def _progress(self, draft: _Draft, fraction: float) -> None:
+    def _progress(self, draft: Draft, fraction: float) -> None:
         if draft.read is None and draft in self.drafts and fraction - draft.shown_progress >= PROGRESS_STEP:
             draft.shown_progress = fraction
             draft.chip.show_reading(fraction)
 
-    def _refused(self, draft: _Draft, reason: str) -> None:
+    def _refused(self, draft: Draft, reason: str) -> None:
         if draft in self.drafts:
             draft.refusal = reason
             draft.chip.show_refused(reason)
             self._update()
 
-    def _read_done(self, draft: _Draft, read: FileRead, counted: TokenCount) -> None:
+    def _read_done(self, draft: Draft, read: FileRead, counted: TokenCount) -> None:
         if draft not in self.drafts:
             return
         draft.read, draft.counted = read, counted
@@ -277,7 +255,7 @@ class AttachmentTray(QScrollArea):
             draft.chip.show_too_big(counted, room)
             self._update()
 
-    def _attach_part(self, draft: _Draft) -> None:
+    def _attach_part(self, draft: Draft) -> None:
         """"Attach the first part": found on a reading thread when the model counts (exact counts
         of a few prefixes), at once from the estimate otherwise."""
         room = self.room_for(draft)
@@ -289,7 +267,7 @@ class AttachmentTray(QScrollArea):
             draft.chip.show_fitting()
             self._readers.submit(self._fit, draft, draft.read, room)
 
-    def _image_done(self, draft: _Draft, image: ImageRead, small: QImage, counted: Optional[TokenCount]) -> None:
+    def _image_done(self, draft: Draft, image: ImageRead, small: QImage, counted: Optional[TokenCount]) -> None:
         if draft not in self.drafts:
             return
         attachment = image.attachment(counted.tokens if counted else None, counted is not None)
@@ -303,7 +281,7 @@ class AttachmentTray(QScrollArea):
         draft.chip.show_image(QPixmap.fromImage(small), counted, pixels(attachment), attachment.size)
         self._update()
 
-    def _fit_done(self, draft: _Draft, attachment: Attachment, counted: TokenCount) -> None:
+    def _fit_done(self, draft: Draft, attachment: Attachment, counted: TokenCount) -> None:
         if draft not in self.drafts:
             return
         if attachment.text:
@@ -312,14 +290,14 @@ class AttachmentTray(QScrollArea):
             draft.chip.show_too_big(draft.counted, 0)
             self._update()
 
-    def _make_ready(self, draft: _Draft, attachment: Attachment, counted: TokenCount) -> None:
+    def _make_ready(self, draft: Draft, attachment: Attachment, counted: TokenCount) -> None:
         if draft not in self.drafts:
             return
         draft.attachment, draft.counted = attachment, counted
         draft.chip.show_ready(attachment.media_type, counted, attachment.size, attachment.truncated)
         self._update()
 
-    def room_for(self, draft: _Draft) -> Optional[int]:
+    def room_for(self, draft: Draft) -> Optional[int]:
         """Tokens `draft` may take: what is left of the context less the other ready files."""
         room = self.room()
         if room is None:
@@ -372,7 +350,7 @@ class AttachmentTray(QScrollArea):
             self.remove(draft)
         return ready
 
-    def remove(self, draft: _Draft) -> None:
+    def remove(self, draft: Draft) -> None:
         """Remove a file (cancelling its read when it is still being read)."""
         draft.cancel.set()
         if draft in self.drafts:

@@ -19,8 +19,8 @@ from app.chat.panel import ChatPanel
 from app.window.conversation_files import ConversationFiles
 from app.window.conversation_list import ConversationList
 from app.chat.file_drop import FileDrop
-from app.window.status_parts import (PartLabel, StatusPart, StatusParts, backend_compact, backend_text, backend_tip,
-                                     short_address, short_model)
+from app.window.model_words import backend_part, backend_part_tip, empty_text
+from app.window.status_parts import PartLabel, StatusPart, StatusParts, backend_text, short_address, short_model
 from app.error_words import in_words
 from app.store import Conversation
 from app.window.deletes import DeleteUndo
@@ -39,24 +39,6 @@ LIST_WIDTH = 260
 NOTICE_MS = 5000
 """How long a notice stays (an error: `ERROR_MS`)."""
 ERROR_MS = 15000
-EMPTY_TEXT = (
-    "<h2>Welcome to Confab</h2>"
-    "<p>Chat with a language model that runs on this computer. Nothing you type leaves it.</p>"
-    "<p>{model}</p>"
-    "{demo}"
-    "<p style='color: gray'>Type below and press Enter. Ctrl+N starts another conversation; "
-    "several can answer at the same time.</p>"
-)
-
-
-DEMO_NOTE = (
-    "<p>The bundled model is a tiny demo: quick, but its answers are often wrong. "
-    "<a href='get-models'>Get a better model…</a> (Model ▸ Get models…)</p>"
-)
-
-
-def empty_text(model: str, demo: bool) -> str:
-    return EMPTY_TEXT.format(model=model, demo=DEMO_NOTE if demo else "")
 
 
 class MainWindow(QMainWindow):
@@ -247,17 +229,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name} — Confab")  # the same name as the status bar and Load model
         self.model_label.setText(name, short_model(name))
         self.model_label.setToolTip(f"Model: {name}" + (f"\nContext: {max_context:,} tokens" if max_context else ""))
-        # a failed kernel check (llama.cpp fell back to plain kernels) is said in the bar itself, in both
-        # forms; the whole reason is in the tooltip's "Why", which backend_reason carries
-        warning = " · kernel check failed" if kernel_warning else ""
-        drafting = f" · drafting with {short_model(draft_model.split(' (')[0])}" if draft_model else ""
-        on = f" · {placement}" if placement else ""
-        self.backend_label.setText(backend_text(backend, device, precision, placement) + warning + drafting,
-                                   backend_compact(backend, device) + on + warning + (" · drafting" if draft_model else ""))
-        self.backend_label.setToolTip(backend_tip(backend, device, precision_reason or precision, backend_reason)
-                                      + (f"\nGPU: {placement_reason}" if placement_reason else "")
-                                      + (f"\nDraft model: {draft_model} guesses tokens for the model to check"
-                                         if draft_model else ""))
+        self.backend_label.setText(*backend_part(backend, device, precision, kernel_warning, draft_model, placement))
+        self.backend_label.setToolTip(backend_part_tip(backend, device, precision_reason or precision, backend_reason,
+                                                       draft_model, placement_reason))
         self._model_text = f"<b>{name}</b> is loaded and ready ({backend_text(backend, device)})."
         self._demo = "smollm2-135m" in name.lower()
         self.chat_view.set_empty_text(empty_text(self._model_text, self._demo))

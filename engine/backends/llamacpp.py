@@ -13,7 +13,8 @@ used and freed only on the engine thread (a llama.cpp context is not thread-safe
   decoding session's next token together with a chunk of a pending prompt, as llama.cpp's server does.
 - Sampling stays in the engine's numpy sampler: `step` returns float32 logits, one row per sequence.
 - Save/restore: the sequence's bytes in the engine's safetensors state file (llamacpp_state.py).
-- On a GPU build, as many layers as fit go on the GPU, the pool sized beside them (llamacpp_offload.py).
+- On a GPU build, as many layers as fit go on the GPU, the pool sized beside them (llamacpp_sizes.py,
+  llamacpp_offload.py).
 - Images: the model's vision projector through libmtmd (llamacpp_vision.py); an image is decoded into
   its session's sequence alone (`step_image`), then the session joins the joint rounds again. An
   M-RoPE image (Qwen2-VL's family) takes fewer positions than tokens: a sequence keeps both counts
@@ -25,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 import os
 import time
 from pathlib import Path
@@ -35,7 +35,6 @@ import numpy as np
 
 import llama_cpp as lc
 
-from .. import capacity
 from ..correctness import kernels as kernel_check
 from ..correctness.cpu_features import cpu_flags
 from ..errors import CapacityError, ModelLoadError
@@ -47,13 +46,12 @@ from . import llamacpp_blocks as blocks
 from .llamacpp_batch import fill_batch
 from .llamacpp_cells import CellOrder
 from .llamacpp_devices import gpu_devices
-from .llamacpp_library import (DECODE_ERRORS, GPU_INIT_ERRORS, POOL_SESSIONS, POOL_STEP, Pool, Seq,
-                               errors_said, init_library)
+from .llamacpp_library import DECODE_ERRORS, Pool, Seq, errors_said, init_library
 from .llamacpp_positions import Place, before
+from .llamacpp_sizes import offload_for, pool_size
 from .llamacpp_state import load_sequence, save_sequence, sequence_writer
 from .llamacpp_threads import attach_sleeping_pool, free_pool
 from .llamacpp_vision import Vision, open_vision
-from .native import backends_in
 from .llamacpp_context import context_params
 from .thread_policy import ThreadPolicy, starting_threads
 from .torch_threads import thread_count
@@ -126,7 +124,7 @@ class LlamaCppBackend:
             lc.llama_print_system_info().decode(errors="replace"), cpu_flags(), os.environ)
         self._cpu_why = cpu_why
         devices = gpu_devices() if self.offload and not cpu_why else []
-        offload = self._plan_offload(devices)
+        offload = offload_for(self, devices)
         why = offload.why
         while (failure := self._open(offload)) is not None:
             if offload.layers == 0:
@@ -141,30 +139,6 @@ class LlamaCppBackend:
         self.device = self.placement.device
         self.vision, self.images_reason = open_vision(self.model, self._path, getattr(self.config, "mmproj", None),
                                                       self.threads, offload.layers > 0, self._batch_size, self.n_ubatch)
-
-    def _plan_offload(self, devices: list) -> "offload_plan.Offload":
-        """How many layers go on the GPU (none without one) and the pool they leave room for."""
-        if not devices:
-            built = [b for b in backends_in(lc.llama_print_system_info().decode(errors="replace")) if b != "CPU"]
-            said = f" (it said: {GPU_INIT_ERRORS[-1]})" if GPU_INIT_ERRORS else ""
-            why = (self._cpu_why if self._cpu_why else "asked to run on the CPU" if self.device_asked == "cpu" else
-                   f"this llama.cpp is built for {', '.join(built)} but found no GPU{said}: is the driver installed "
-                   "and working?" if built else "this llama.cpp build has no GPU backend (bootstrap.py setup builds one)")
-            return offload_plan.Offload(0, 0, None, why)
-        shape = offload_plan.ModelShape.of(read_header(self._path))
-        cfg = self.config
-        # the header's figure is float16's; a quantized cache type takes its share of it
-        kv_block = math.ceil(shape.kv_per_token_block * (kv_element_bytes(cfg.cache_type_k)
-                                                          + kv_element_bytes(cfg.cache_type_v)) / 4)
-        per_token = kv_block * max(shape.blocks, 1)
-        whole = -(-cfg.max_context // POOL_STEP) * POOL_STEP
-        if cfg.memory_budget is not None:
-            want = least = max(whole, cfg.memory_budget // max(per_token, 1))
-        else:
-            want, least = POOL_SESSIONS * whole, whole
-        return offload_plan.plan_offload(shape, kv_block, sum(d.free for d in devices), want, least,
-                                         n_ubatch=min(512, self.kernel_path.max_ubatch or 512),
-                                         requested=cfg.gpu_layers, step=POOL_STEP)
 
     def _open(self, offload: "offload_plan.Offload") -> Optional[str]:
         """Load the model and its context with `offload.layers` on the GPU; None when done, else
@@ -187,7 +161,7 @@ class LlamaCppBackend:
         k_type, v_type = self.config.cache_type_k, self.config.cache_type_v
         self.kv_cache = f"{k_type}/{v_type}"  # in every state file, checked before one is read
         per_token = model_meta.bytes_per_token(model, kv_element_bytes(k_type), kv_element_bytes(v_type))
-        pool_tokens, n_seq = self._pool_size(per_token, offload)
+        pool_tokens, n_seq = pool_size(self, per_token, offload)
         self.park_break_even = model_meta.park_break_even(model, per_token)
         """Rows still to decode below which idle sessions stay resident for span (engine/kv_room.py)."""
         self._batch_size = self.config.prefill_chunk + n_seq
@@ -216,15 +190,6 @@ class LlamaCppBackend:
         self.kernel_check = kernel_check.check_at_load(
             self, kernel_check.probe_tokens(self.model), lambda why: (self.close(), self.load(path, {}, why)), report,
             reload_cpu=lambda why: (self.close(), self.load(path, {}, cpu_why=why)))
-
-    def _pool_size(self, per_token: int, offload: "offload_plan.Offload") -> tuple[int, int]:
-        """(pool tokens, sequences): llamacpp_offload.pool_tokens, and as many sequences as asked for
-        that llama.cpp has ids for (two ids are kept: the retired cells', a scratch one)."""
-        cfg = self.config
-        most = lc.llama_max_parallel_sequences() - 2
-        tokens = offload_plan.pool_tokens(per_token, cfg.max_context, POOL_SESSIONS, cfg.memory_budget,
-                                          capacity.default_budget(self.available_memory()), offload, POOL_STEP)
-        return tokens, int(min(cfg.max_sessions or most, most))
 
     def available_memory(self) -> int:
         import psutil
