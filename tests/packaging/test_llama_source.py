@@ -43,7 +43,7 @@ def test_patches_apply_once_and_again_changes_nothing(tmp_path):
     assert once.startswith("// before\n") and once.endswith("// after\n")
     assert "0xFC00FC00FC00FC00ull" in once
     dots = (llama_source.vendored(src) / llama_patches.Q4_1_TWO_BY_TWO.path).read_text()
-    assert dots.count("if (nrc == 2) {") == 2, "both two-by-two dots, in the one file they share"
+    assert dots.count("if (nrc == 2) {") == 3, "the Q4_1, Q8_0 and Q6_K two-row dots, in the one file they share"
     llama_source.apply(src)
     assert path.read_text() == once
 
@@ -101,19 +101,36 @@ def test_odd_columns_keep_the_two_column_kernel_on_x86_only():
     assert patch.old in patch.new, "the original choice, unchanged, in the else branch"
 
 
-def test_four_columns_only_for_q4_1_plain_products_on_x86():
-    """The two-by-four Q4_1 dot (nrc 4, a count ggml itself never asks for) is reached only from
-    ggml-cpu.c's loop for Q4_1 weights in a plain 2-D product on x86, where a block has four columns
-    left; its buffer holds four columns, and the call and the copy out use the count it chose."""
-    kernel, loop, call = (llama_patches.Q4_1_TWO_BY_TWO, llama_patches.FOUR_COLUMNS_FOR_Q4_1,
-                          llama_patches.FOUR_COLUMNS_CALL)
-    assert all(p in llama_patches.PATCHES for p in (kernel, loop, call))
+def test_four_columns_only_for_q4_1_and_q6_k_plain_products_on_x86():
+    """The two-by-four dots (nrc 4, a count ggml itself never asks for) are reached only from
+    ggml-cpu.c's loop for Q4_1 or Q6_K weights in a plain 2-D product on x86, where a block has four
+    columns left; its buffer holds four columns, and the call and the copy out use the count it chose."""
+    loop, call = llama_patches.FOUR_COLUMNS, llama_patches.FOUR_COLUMNS_CALL
+    assert all(p in llama_patches.PATCHES for p in (loop, call))
+    kernel = llama_patches.Q4_1_TWO_BY_TWO
     assert kernel.new.index("    if (nrc == 4) {") < kernel.new.index("    if (nrc == 2) {")
     assert kernel.new.count("return;") == 2
-    assert "type == GGML_TYPE_Q4_1 && num_rows_per_vec_dot == 2 && ne12 == 1 && ne13 == 1" in loop.new
+    q6 = llama_patches.Q6_K_TWO_ROWS.new
+    assert q6.index("    if (nrc == 4) {") < q6.index("    if (nrc == 2) {") < q6.index("    assert(nrc == 1);")
+    assert "(type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q6_K) && num_rows_per_vec_dot == 2\n        && ne12 == 1 && ne13 == 1" in loop.new
     assert "#else\n    const bool four_columns = false;" in loop.new and "float tmp[64];" in loop.new
     assert "ir1 + 4 <= MIN(iir1 + blck_1, ir1_end) ? 4 : num_rows_per_vec_dot" in loop.new
     assert "(int) columns);" in call.new and "cn < columns;" in call.new
+
+
+def test_the_q6_k_two_row_dot_keeps_the_one_column_path_and_comes_with_its_rows_setting():
+    """Q6_K (the output layer and half the down projections of a Q4_K_M file) gets a two-row dot on
+    x86: a new function before the one-column kernel, which stays as it was after the two calls into
+    it; ggml asks for two rows on AVX2 alone (tests/engine/test_llamacpp_rows.py: bit for bit)."""
+    kernel, rows = llama_patches.Q6_K_TWO_ROWS, llama_patches.Q6_K_TWO_ROWS_ON_AVX2
+    assert kernel in llama_source.PATCHES and rows in llama_source.PATCHES
+    signature, rest = kernel.old.split("\n", 1)
+    assert kernel.new.startswith("#if defined(__AVX2__)\n") and kernel.new.count(signature) == 1
+    assert rest.startswith("    assert(n % QK_K == 0);\n    assert(nrc == 1);\n")
+    assert kernel.new.endswith("    return;\n    }\n#endif\n    assert(nrc == 1);\n")
+    body = kernel.new.split(signature, 1)[1]
+    assert "ggml_vec_dot_q6_K_q8_K_two_rows(4," in body and "ggml_vec_dot_q6_K_q8_K_two_rows(2," in body
+    assert "__ARM_FEATURE_MATMUL_INT8) || defined(__AVX2__)" in rows.new and "ggml_vec_dot_q6_K_q8_K" in rows.old
 
 
 def test_the_one_column_q4_k_kernel_scales_as_the_four_column_one():
