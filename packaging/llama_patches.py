@@ -26,15 +26,7 @@ columns has four left: each row's nibbles unpacked once for four sums (same oper
 `llama-batched-bench` 8×300 tokens, alternated with the two-by-two build, five runs each: 8-row
 decoding 220-248 tok/s against 167-217 (medians 241 and 198), prompt reading 433-481 against 319-386.
 
-And one fix of batch invariance in Q4_K, the format of most downloaded GGUFs (Q4_K_M): ggml repacks
-Q4_K weights and multiplies four columns at a time, the rest one at a time, and the two kernels
-scaled the integer sums into floats at different points (each pair of sub-blocks against each super
-block), so a row's logits depended on how many rows its step had (a tiny Q4_K/Q6_K model: 1.39
-apart). The one-column kernel now scales as the four-column one does: bit for bit the same.
-Then Q6_K, the rest of a Q4_K_M file (its output layer and half its value and down projections),
-two rows by two or four columns on x86, each sum as the one-column path's: a 1.7B Q4_K_M model's
-prompts read 1.04-1.08× faster (`llama-batched-bench`, 8×64 tokens, alternated, two runs each);
-its 8-row decoding did not move beyond this machine's noise (39.6-41.5 tok/s either way).
+The k-quant changes (Q4_K, Q6_K: most downloaded GGUFs): packaging/llama_patches_kquants.py.
 
 Only the standard library: bootstrap.py imports this before anything is installed.
 """
@@ -42,16 +34,9 @@ Only the standard library: bootstrap.py imports this before anything is installe
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Patch:
-    """Replace `old` (found exactly once) with `new` in `path`, relative to the vendored llama.cpp."""
-    path: str
-    old: str
-    new: str
-
+from llama_patch import Patch, two_rows_on_avx2
+from llama_patches_kquants import Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS, Q6_K_TWO_ROWS_ON_AVX2
 
 SKIP_MASKED_RUNS = Patch(
     "ggml/src/ggml-cpu/ops.cpp",
@@ -87,16 +72,6 @@ SKIP_MASKED_RUNS = Patch(
                 continue;
             }
 """)
-
-
-def two_rows_on_avx2(dot: str, vec_dot_type: str) -> Patch:
-    """ggml's type traits ask `dot` for two rows at a time on x86 with AVX2 too, as on ARM with i8mm:
-    only where a kernel patch (`*_TWO_BY_TWO` below) gives it a two-by-two path."""
-    head = f"""        .vec_dot                  = {dot},
-        .vec_dot_type             = {vec_dot_type},
-#if defined (__ARM_FEATURE_MATMUL_INT8)"""
-    return Patch("ggml/src/ggml-cpu/ggml-cpu.c", old=head + "\n",
-                 new=head + " || defined(__AVX2__)  // Confab: the x86 two-by-two dot (arch/x86/quants.c)\n")
 
 
 Q4_1_TWO_BY_TWO = Patch(
@@ -340,136 +315,6 @@ FOUR_COLUMNS_CALL = Patch(
                 }
 
                 for (int cn = 0; cn < columns; ++cn) {""")
-
-Q4_K_ONE_COLUMN_AS_FOUR = Patch(
-    "ggml/src/ggml-cpu/arch/x86/repack.cpp",
-    old="""                    __m256i q8s_sb = _mm256_shuffle_epi32(q8s, 0);
-                    __m256i iacc_min_sb = _mm256_madd_epi16(q8s_sb, mins_01);
-                    q8s = _mm256_bsrli_epi128(q8s, 4);
-
-                    // Accumulate for the complete block
-                    iacc_b = _mm256_add_epi32(iacc_b, iacc_sb);
-                    iacc_min_b = _mm256_add_epi32(iacc_min_b, iacc_min_sb);
-                }
-
-                // Multiply-Add with scale values for the complete super block
-                acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_b), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);
-                acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_b), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);
-""",
-    new="""                    __m256i q8s_sb = _mm256_shuffle_epi32(q8s, 0);
-                    __m256i iacc_min_sb = _mm256_madd_epi16(q8s_sb, mins_01);
-                    q8s = _mm256_bsrli_epi128(q8s, 4);
-
-                    // Confab: scaled and added to the float sums for each pair of sub-blocks, as
-                    // ggml_gemm_q4_K_8x8_q8_K does for four columns, not once per super block: a
-                    // column's result no longer depends on whether it came in a group of four
-                    // (ggml's repacked product takes the one-column kernel for the rest).
-                    acc_row = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_sb), _mm256_mul_ps(col_scale_f32, row_scale_f32), acc_row);
-                    acc_min_rows = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32), acc_min_rows);
-                }
-                (void) iacc_b;
-                (void) iacc_min_b;
-""")
-
-Q6_K_TWO_ROWS = Patch(
-    "ggml/src/ggml-cpu/arch/x86/quants.c",
-    old="""void ggml_vec_dot_q6_K_q8_K(int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx, const void * GGML_RESTRICT vy, size_t by, int nrc) {
-    assert(n % QK_K == 0);
-    assert(nrc == 1);
-    UNUSED(nrc);
-""",
-    new="""#if defined(__AVX2__)
-// Confab: Q6_K weights two rows by `nc` (2 or 4) columns: each row's 6-bit values and scales unpacked
-// once for all its columns, each column's -32 offset once for both rows. Each sum takes exactly the
-// operations of the one-column path below (integer sums per super block, then one fmadd), so a row's
-// result does not depend on how many columns share its call.
-static inline __attribute__((always_inline)) void ggml_vec_dot_q6_K_q8_K_two_rows(const int nc, int n,
-        float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx,
-        const void * GGML_RESTRICT vy, size_t by) {
-    const block_q6_K * GGML_RESTRICT x[2] = { (const block_q6_K *) vx, (const block_q6_K *) ((const uint8_t *) vx + bx) };
-    const block_q8_K * GGML_RESTRICT y[4];
-    for (int c = 0; c < nc; ++c) {
-        y[c] = (const block_q8_K *) ((const uint8_t *) vy + c * by);
-    }
-    const int nb = n / QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    const __m256i m2 = _mm256_set1_epi8(3);
-    const __m256i m32s = _mm256_set1_epi8(32);
-    __m256 acc[2][4];
-    for (int r = 0; r < 2; ++r) {
-        for (int c = 0; c < nc; ++c) {
-            acc[r][c] = _mm256_setzero_ps();
-        }
-    }
-    for (int i = 0; i < nb; ++i) {
-        __m256i sumi[2][4];
-        for (int r = 0; r < 2; ++r) {
-            for (int c = 0; c < nc; ++c) {
-                sumi[r][c] = _mm256_setzero_si256();
-            }
-        }
-        for (int j = 0; j < QK_K/128; ++j) {
-            // one group of 32 values at a time, so that the sums, two rows' bits and one column's
-            // bytes stay in registers (16 on AVX2 alone, 32 with AVX-512)
-            __m128i scales[2];
-            __m256i lo1[2], lo2[2], hi[2];
-            for (int r = 0; r < 2; ++r) {
-                scales[r] = _mm_loadu_si128((const __m128i *) x[r][i].scales);
-                lo1[r] = _mm256_loadu_si256((const __m256i *) (x[r][i].ql + 64 * j));
-                lo2[r] = _mm256_loadu_si256((const __m256i *) (x[r][i].ql + 64 * j + 32));
-                hi[r] = _mm256_loadu_si256((const __m256i *) (x[r][i].qh + 32 * j));
-            }
-            for (int k = 0; k < 4; ++k) {
-                __m256i q6[2];
-                __m256i sc[2];
-                for (int r = 0; r < 2; ++r) {
-                    const __m256i lo = k % 2 == 0 ? lo1[r] : lo2[r];
-                    const __m256i low = k < 2 ? _mm256_and_si256(lo, m4) : _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4);
-                    const __m256i high = k == 0 ? _mm256_and_si256(hi[r], m2) : _mm256_and_si256(_mm256_srli_epi16(hi[r], 2 * k), m2);
-                    q6[r] = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
-                    sc[r] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales[r], get_scale_shuffle(4 * j + k)));
-                }
-                for (int c = 0; c < nc; ++c) {
-                    const __m256i q8 = _mm256_loadu_si256((const __m256i *) (y[c][i].qs + 128 * j + 32 * k));
-                    const __m256i q8s = _mm256_maddubs_epi16(m32s, q8);
-                    for (int r = 0; r < 2; ++r) {
-                        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q6[r], q8), q8s);
-                        sumi[r][c] = _mm256_add_epi32(sumi[r][c], _mm256_madd_epi16(sc[r], p16));
-                    }
-                }
-            }
-        }
-        for (int r = 0; r < 2; ++r) {
-            for (int c = 0; c < nc; ++c) {
-                const float d = y[c][i].d * GGML_CPU_FP16_TO_FP32(x[r][i].d);
-                acc[r][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(&d), _mm256_cvtepi32_ps(sumi[r][c]), acc[r][c]);
-            }
-        }
-    }
-    for (int c = 0; c < nc; ++c) {
-        s[c * bs] = hsum_float_8(acc[0][c]);
-        s[c * bs + 1] = hsum_float_8(acc[1][c]);
-    }
-}
-#endif
-
-void ggml_vec_dot_q6_K_q8_K(int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT vx, size_t bx, const void * GGML_RESTRICT vy, size_t by, int nrc) {
-    assert(n % QK_K == 0);
-    UNUSED(nrc);
-#if defined(__AVX2__)
-    if (nrc == 4) {  // Confab: two rows by four columns (ggml-cpu.c's Confab tiling)
-        ggml_vec_dot_q6_K_q8_K_two_rows(4, n, s, bs, vx, bx, vy, by);
-        return;
-    }
-    if (nrc == 2) {  // Confab: two rows by two columns
-        ggml_vec_dot_q6_K_q8_K_two_rows(2, n, s, bs, vx, bx, vy, by);
-        return;
-    }
-#endif
-    assert(nrc == 1);
-""")
-
-Q6_K_TWO_ROWS_ON_AVX2 = two_rows_on_avx2("ggml_vec_dot_q6_K_q8_K", "GGML_TYPE_Q8_K")
 
 PATCHES: tuple[Patch, ...] = (SKIP_MASKED_RUNS, Q4_1_TWO_BY_TWO, Q4_1_TWO_ROWS_ON_AVX2, Q8_0_TWO_BY_TWO,
                               Q8_0_TWO_ROWS_ON_AVX2, ODD_COLUMNS_TWO_BY_TWO, FOUR_COLUMNS,
