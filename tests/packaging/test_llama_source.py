@@ -146,3 +146,21 @@ def test_the_one_column_q4_k_kernel_scales_as_the_four_column_one():
     assert patch.new.index("_mm256_cvtepi32_ps(iacc_min_sb), _mm256_mul_ps(col_dmin_f32, row_scale_f32)") < loop_end
     assert "_mm256_cvtepi32_ps(iacc_b)" in patch.old and "_mm256_cvtepi32_ps(iacc_b)" not in patch.new
     assert patch.new.startswith(patch.old.split("\n\n", 1)[0])
+
+
+def test_q4_k_eight_columns_only_add_a_pass_of_two_groups_to_the_avx512_loop():
+    """ggml's repacked Q4_K product on AVX-512 takes sixteen columns a pass, then four: eight sessions
+    unpacked each weight twice. The sixteen-column loop now runs as a lambda of the group count, four
+    groups inlined where it was and two in a function of its own, and stores only the columns a pass
+    took; the four-column loop after it, and the AVX2 loops, stay as published
+    (tests/engine/test_llamacpp_kernels.py: every count gives the same floats, bit for bit)."""
+    tag, loop, groups, store = (llama_patches.Q4_K_EIGHT_COLUMNS_TAG, llama_patches.Q4_K_EIGHT_COLUMNS_LOOP,
+                                llama_patches.Q4_K_EIGHT_COLUMNS_GROUPS, llama_patches.Q4_K_EIGHT_COLUMNS_STORE)
+    assert all(p in llama_patches.PATCHES and p.path.endswith("arch/x86/repack.cpp") for p in (tag, loop, groups, store))
+    assert tag.new.endswith(tag.old) and "template <int N> struct confab_column_groups" in tag.new
+    assert loop.old.startswith("    const __m512i m4bexpanded") and "constexpr int groups" in loop.new
+    assert "for (int i = 0; i < groups - 1; ++i)" in loop.new and "for (int i = 0; i < 3; ++i)" in loop.old
+    assert groups.new.replace("rp < groups; rp++) {  // Confab: four groups, or two", "rp < 4; rp++) {") == groups.old
+    assert "i < groups * 4" in store.new and store.new.endswith("    for (; y < nr / 4; y++) {\n")
+    assert store.new.index("confab_column_groups<4>()") < store.new.index("confab_column_groups<2>()")
+    assert "CONFAB_NOINLINE" in store.new.split("confab_column_groups<4>()")[1]
