@@ -36,9 +36,10 @@ from __future__ import annotations
 import hashlib
 
 from llama_patch import Patch, two_rows_on_avx2
-from llama_patches_kquants import (Q4_K_EIGHT_COLUMNS_GROUPS, Q4_K_EIGHT_COLUMNS_LOOP, Q4_K_EIGHT_COLUMNS_STORE,
-                                   Q4_K_EIGHT_COLUMNS_TAG, Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS,
-                                   Q6_K_TWO_ROWS_ON_AVX2)
+from llama_patches_kquants import (Q4_K_EIGHT_COLUMNS_AVX2_GROUPS, Q4_K_EIGHT_COLUMNS_AVX2_LOOP,
+                                   Q4_K_EIGHT_COLUMNS_AVX2_STORE, Q4_K_EIGHT_COLUMNS_GROUPS,
+                                   Q4_K_EIGHT_COLUMNS_LOOP, Q4_K_EIGHT_COLUMNS_STORE, Q4_K_EIGHT_COLUMNS_TAG,
+                                   Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS, Q6_K_TWO_ROWS_ON_AVX2)
 
 SKIP_MASKED_RUNS = Patch(
     "ggml/src/ggml-cpu/ops.cpp",
@@ -322,6 +323,7 @@ PATCHES: tuple[Patch, ...] = (SKIP_MASKED_RUNS, Q4_1_TWO_BY_TWO, Q4_1_TWO_ROWS_O
                               Q8_0_TWO_ROWS_ON_AVX2, ODD_COLUMNS_TWO_BY_TWO, FOUR_COLUMNS,
                               FOUR_COLUMNS_CALL, Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS,
                               Q6_K_TWO_ROWS_ON_AVX2, Q4_K_EIGHT_COLUMNS_TAG, Q4_K_EIGHT_COLUMNS_LOOP,
-                              Q4_K_EIGHT_COLUMNS_GROUPS, Q4_K_EIGHT_COLUMNS_STORE)
+                              Q4_K_EIGHT_COLUMNS_GROUPS, Q4_K_EIGHT_COLUMNS_STORE, Q4_K_EIGHT_COLUMNS_AVX2_LOOP,
+                              Q4_K_EIGHT_COLUMNS_AVX2_GROUPS, Q4_K_EIGHT_COLUMNS_AVX2_STORE)
 PATCH_ID = hashlib.sha256(repr(PATCHES).encode()).hexdigest()[:12]
 """Changes when the patches do: builds record it, and an installed build without it is rebuilt."""

@@ -10,10 +10,11 @@ Then Q6_K, the rest of a Q4_K_M file (its output layer and half its value and do
 two rows by two or four columns on x86, each sum as the one-column path's: a 1.7B Q4_K_M model's
 prompts read 1.04-1.08× faster (`llama-batched-bench`, 8×64 tokens, alternated, two runs each);
 its 8-row decoding did not move beyond this machine's noise (39.6-41.5 tok/s either way).
-And ggml's repacked Q4_K product on AVX-512 takes eight columns in one pass where eight are left (it
-took sixteen, then four at a time, unpacking the weights once per four): eight sessions decoding a
-1.7B Q4_K_M model together 1.13-1.16× faster (`llama-batched-bench -npl 1,4,8`, alternated, two runs),
-one and four sessions and prompt reading unchanged; the same floats, bit for bit
+And ggml's repacked Q4_K product takes eight columns in one pass where eight are left (it took
+sixteen, then four at a time, unpacking the weights once per four), in its AVX-512 loop and in its
+AVX2 one: eight sessions decoding a 1.7B Q4_K_M model together 1.13-1.16× faster on AVX-512 and
+1.07-1.16× on an AVX2-only build (`llama-batched-bench`, alternated, two runs each), one and four
+sessions and prompt reading unchanged; the same floats, bit for bit
 (tests/engine/test_llamacpp_kernels.py).
 
 Only the standard library: bootstrap.py imports this before anything is installed.
@@ -244,4 +245,87 @@ Q4_K_EIGHT_COLUMNS_STORE = Patch(
     y = eight_columns();
 
     for (; y < nr / 4; y++) {
+""")
+
+Q4_K_EIGHT_COLUMNS_AVX2_LOOP = Patch(
+    "ggml/src/ggml-cpu/arch/x86/repack.cpp",
+    old="""#endif //AVX512F
+
+    // Take group of four block_q8_Kx4 structures at each pass of the loop and perform dot product operation
+    for (; y < anr / 4; y += 4) {
+
+        const block_q8_Kx4 * a_ptrs[4];
+
+        a_ptrs[0] = a_ptr_start + (y * nb);
+        for (int i = 0; i < 3; ++i) {
+            a_ptrs[i + 1] = a_ptrs[i] + nb;
+        }
+
+        // Take group of eight block_q4_kx8 structures at each pass of the loop and perform dot product operation
+""",
+    new="""#endif //AVX512F
+
+    // Confab: the same eight-column pass on AVX2 alone (see the AVX-512 loop above), for CPUs without
+    // AVX-512: sixteen columns a pass inlined where the loop was, eight in a function of its own.
+    const auto columns_pass_avx2 = [](auto group_count, int64_t y, const int64_t y_end, const int nb,
+            const int64_t b_nb, const int64_t xstart, const int nc, const block_q8_Kx4 * a_ptr_start,
+            const block_q4_Kx8 * b_ptr_start, float * GGML_RESTRICT s, const size_t bs, const __m256i m4b,
+            const __m256i requiredOrder) CONFAB_INLINE -> int64_t {
+    constexpr int groups = decltype(group_count)::value;
+    for (; y + groups <= y_end; y += groups) {
+
+        const block_q8_Kx4 * a_ptrs[4];
+
+        a_ptrs[0] = a_ptr_start + (y * nb);
+        for (int i = 0; i < groups - 1; ++i) {
+            a_ptrs[i + 1] = a_ptrs[i] + nb;
+        }
+
+        // Take group of eight block_q4_kx8 structures at each pass of the loop and perform dot product operation
+""")
+
+Q4_K_EIGHT_COLUMNS_AVX2_GROUPS = Patch(
+    "ggml/src/ggml-cpu/arch/x86/repack.cpp",
+    old="""                    const __m256i scale_2367_1 = _mm256_shuffle_epi32(scales_1, 238);
+
+                    for (int rp = 0; rp < 4; rp++) {
+""",
+    new="""                    const __m256i scale_2367_1 = _mm256_shuffle_epi32(scales_1, 238);
+
+                    for (int rp = 0; rp < groups; rp++) {  // Confab: four groups, or two
+""")
+
+Q4_K_EIGHT_COLUMNS_AVX2_STORE = Patch(
+    "ggml/src/ggml-cpu/arch/x86/repack.cpp",
+    old="""            for (int i = 0; i < 16; i++) {
+                _mm256_storeu_ps((float * )(s + ((y * 4 + i) * bs + x * 8)), _mm256_sub_ps(acc_rows[i], acc_min_rows[i]));
+            }
+        }
+    }
+    for (; y < nr / 4; y++) {
+
+        const block_q8_Kx4 * a_ptr = a_ptr_start + (y * nb);
+
+        for (int64_t x = xstart; x < nc / 8; x++) {
+""",
+    new="""            for (int i = 0; i < groups * 4; i++) {  // Confab: the columns this pass took
+                _mm256_storeu_ps((float * )(s + ((y * 4 + i) * bs + x * 8)), _mm256_sub_ps(acc_rows[i], acc_min_rows[i]));
+            }
+        }
+    }
+    return y;
+    };
+    // Confab: sixteen columns at a time, then eight where eight are left
+    y = columns_pass_avx2(confab_column_groups<4>(), y, anr / 4, nb, b_nb, xstart, nc, a_ptr_start, b_ptr_start,
+                          s, bs, m4b, requiredOrder);
+    const auto eight_columns_avx2 = [&]() CONFAB_NOINLINE -> int64_t {
+        return columns_pass_avx2(confab_column_groups<2>(), y, (nr - nr % 8) / 4, nb, b_nb, xstart, nc,
+                                 a_ptr_start, b_ptr_start, s, bs, m4b, requiredOrder);
+    };
+    y = eight_columns_avx2();
+    for (; y < nr / 4; y++) {
+
+        const block_q8_Kx4 * a_ptr = a_ptr_start + (y * nb);
+
+        for (int64_t x = xstart; x < nc / 8; x++) {
 """)

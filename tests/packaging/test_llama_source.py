@@ -164,3 +164,14 @@ def test_q4_k_eight_columns_only_add_a_pass_of_two_groups_to_the_avx512_loop():
     assert "i < groups * 4" in store.new and store.new.endswith("    for (; y < nr / 4; y++) {\n")
     assert store.new.index("confab_column_groups<4>()") < store.new.index("confab_column_groups<2>()")
     assert "CONFAB_NOINLINE" in store.new.split("confab_column_groups<4>()")[1]
+
+
+def test_q4_k_eight_columns_on_avx2_alone_are_the_same_change_to_its_own_loop():
+    """CPUs without AVX-512 take the AVX2 copy of the sixteen-column loop: the same three changes."""
+    loop, groups, store = (llama_patches.Q4_K_EIGHT_COLUMNS_AVX2_LOOP, llama_patches.Q4_K_EIGHT_COLUMNS_AVX2_GROUPS,
+                           llama_patches.Q4_K_EIGHT_COLUMNS_AVX2_STORE)
+    assert all(p in llama_patches.PATCHES for p in (loop, groups, store))
+    assert loop.old.startswith("#endif //AVX512F\n") and "constexpr int groups" in loop.new
+    assert groups.new.replace("rp < groups; rp++) {  // Confab: four groups, or two", "rp < 4; rp++) {") == groups.old
+    assert "_mm256_storeu_ps" in store.new and "i < groups * 4" in store.new
+    assert store.new.index("confab_column_groups<4>()") < store.new.index("confab_column_groups<2>()")
