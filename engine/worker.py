@@ -57,9 +57,10 @@ class Worker:
                 self.per_session, self.budget, config.max_sessions, budget_given=config.memory_budget is not None
             )
         # Backends that decode any mix of sessions and prompt chunks in one call (llama.cpp) step a
-        # whole round at once; the others step prefill alone and decode through `self.batch` (`batched`).
+        # whole round at once; the others step prefill alone and decode through `self.batch`.
         self.together = Together(self) if hasattr(backend, "step") else None
-        self.batched = BatchedRounds(self) if self.together is None else None
+        self.rounds = self.together if self.together is not None else BatchedRounds(self)
+        """What steps a round: `together`, or a forward per session with the decoders batched."""
         self.room = Room(self) if self.pool is not None else None
         """Admission into the shared pool, and parking of idle or younger turns when it is full."""
         self.backend_reason = ""
@@ -222,10 +223,7 @@ class Worker:
         """Advance every active job by one forward's worth: a prefill chunk or one token, all in one
         backend call (engine/together.py) or a forward per session with the decoders batched
         (engine/batched_rounds.py)."""
-        if self.together is not None:
-            self.together.round()
-            return
-        self.batched.round()
+        self.rounds.round()
 
     def live_jobs(self) -> Iterator[tuple[Job, Slot]]:
         """This round's jobs that still run, with their slots: a job whose session has gone or moved

@@ -105,29 +105,31 @@ def tiny_sliding_models(tmp_path_factory, tokenizer_folder) -> dict[str, Path]:
     return {b: _build_tiny(kind, root / kind, tokenizer_folder, seed=7) for b, kind in kinds.items()}
 
 
+def _tokenizer_gguf() -> Path:
+    """The GGUF whose tokenizer the tiny GGUFs take: the bundled model's, or on a machine without it
+    (the GPU proof) its tokenizer fields alone (CONFAB_TEST_VOCAB_GGUF)."""
+    from engine.models.sources import bundled_gguf
+
+    vocab = os.environ.get("CONFAB_TEST_VOCAB_GGUF")
+    return Path(vocab) if vocab else bundled_gguf("smollm2-135m-instruct")
+
+
 @pytest.fixture(scope="session")
 def tiny_q4_gguf(tmp_path_factory) -> Path:
     """A tiny llama GGUF whose linear layers are 4-bit (Q4_0/Q4_1): the bundled model's formats at a
     size that loads in a second (tests/engine/gguf_tiny.py); written once per test session."""
-    from engine.models.sources import bundled_gguf
     from tests.engine.gguf_tiny import write_tiny_gguf
 
-    # on a machine without the bundled model (the GPU proof), its tokenizer fields alone stand in
-    vocab = os.environ.get("CONFAB_TEST_VOCAB_GGUF")
-    tokenizer = Path(vocab) if vocab else bundled_gguf("smollm2-135m-instruct")
-    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", tokenizer)
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny-q4.gguf", _tokenizer_gguf())
 
 
 @pytest.fixture(scope="session")
 def tiny_k_gguf(tmp_path_factory) -> Path:
     """A tiny llama GGUF in Q4_K_M's formats (Q4_K and Q6_K, rows of 256; tests/engine/gguf_tiny.py):
     what most downloaded GGUFs hold; written once per test session."""
-    from engine.models.sources import bundled_gguf
     from tests.engine.gguf_tiny import write_tiny_k_gguf
 
-    vocab = os.environ.get("CONFAB_TEST_VOCAB_GGUF")
-    tokenizer = Path(vocab) if vocab else bundled_gguf("smollm2-135m-instruct")
-    return write_tiny_k_gguf(tmp_path_factory.mktemp("gguf") / "tiny-k.gguf", tokenizer)
+    return write_tiny_k_gguf(tmp_path_factory.mktemp("gguf") / "tiny-k.gguf", _tokenizer_gguf())
 
 
 @pytest.fixture(params=BACKENDS)
