@@ -26,7 +26,8 @@ columns has four left: each row's nibbles unpacked once for four sums (same oper
 `llama-batched-bench` 8×300 tokens, alternated with the two-by-two build, five runs each: 8-row
 decoding 220-248 tok/s against 167-217 (medians 241 and 198), prompt reading 433-481 against 319-386.
 
-The k-quant changes (Q4_K, Q6_K: most downloaded GGUFs): packaging/llama_patches_kquants.py.
+The k-quant changes (Q4_K, Q6_K: most downloaded GGUFs): packaging/llama_patches_kquants.py, and
+Q4_K's integer sums by AVX512-VNNI where the CPU has it: packaging/llama_patches_vnni.py.
 
 Only the standard library: bootstrap.py imports this before anything is installed.
 """
@@ -40,6 +41,7 @@ from llama_patches_kquants import (Q4_K_EIGHT_COLUMNS_AVX2_GROUPS, Q4_K_EIGHT_CO
                                    Q4_K_EIGHT_COLUMNS_AVX2_STORE, Q4_K_EIGHT_COLUMNS_GROUPS,
                                    Q4_K_EIGHT_COLUMNS_LOOP, Q4_K_EIGHT_COLUMNS_STORE, Q4_K_EIGHT_COLUMNS_TAG,
                                    Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS, Q6_K_TWO_ROWS_ON_AVX2)
+from llama_patches_vnni import Q4_K_VNNI_COLUMN_GROUPS, Q4_K_VNNI_FOUR_COLUMNS
 
 SKIP_MASKED_RUNS = Patch(
     "ggml/src/ggml-cpu/ops.cpp",
@@ -324,6 +326,7 @@ PATCHES: tuple[Patch, ...] = (SKIP_MASKED_RUNS, Q4_1_TWO_BY_TWO, Q4_1_TWO_ROWS_O
                               FOUR_COLUMNS_CALL, Q4_K_ONE_COLUMN_AS_FOUR, Q6_K_TWO_ROWS,
                               Q6_K_TWO_ROWS_ON_AVX2, Q4_K_EIGHT_COLUMNS_TAG, Q4_K_EIGHT_COLUMNS_LOOP,
                               Q4_K_EIGHT_COLUMNS_GROUPS, Q4_K_EIGHT_COLUMNS_STORE, Q4_K_EIGHT_COLUMNS_AVX2_LOOP,
-                              Q4_K_EIGHT_COLUMNS_AVX2_GROUPS, Q4_K_EIGHT_COLUMNS_AVX2_STORE)
+                              Q4_K_EIGHT_COLUMNS_AVX2_GROUPS, Q4_K_EIGHT_COLUMNS_AVX2_STORE,
+                              Q4_K_VNNI_COLUMN_GROUPS, Q4_K_VNNI_FOUR_COLUMNS)
 PATCH_ID = hashlib.sha256(repr(PATCHES).encode()).hexdigest()[:12]
 """Changes when the patches do: builds record it, and an installed build without it is rebuilt."""

@@ -84,7 +84,7 @@ def test_dry_run_prints_the_card_the_compiler_and_the_build_and_builds_nothing(t
     (checkout / "packaging").mkdir(parents=True)
     shutil.copy(ROOT / "bootstrap.py", checkout)
     for module in ("gpu_detect", "llama_build_plan", "cuda_wheels", "build_progress", "llama_source", "llama_patch",
-                   "llama_patches", "llama_patches_kquants"):
+                   "llama_patches", "llama_patches_kquants", "llama_patches_vnni"):
         shutil.copy(ROOT / "packaging" / f"{module}.py", checkout / "packaging")
     bin_dir = tmp_path / "bin"
     fake_nvidia_smi(bin_dir, [H100], "13.0")
