@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --vs-server: the model name to ask it for (default: the first it lists)")
     bench.add_argument("--prompt-tokens", default="1500,4000",
                        help="with --vs-server: comma-separated agent prompt lengths (tokens; default 1500,4000)")
+    bench.add_argument("--vs-context", type=int, default=None, metavar="TOKENS",
+                       help="with --vs-server: Confab's context a session (its shared pool holds four); default: the "
+                            "longest prompt + --tokens + 512. Beside `llama-server -c 16384`, 4096 gives both 16,384 "
+                            "cells: with fewer, Confab parks idle sessions that llama-server keeps")
     bench.add_argument("--rounds", type=int, default=3,
                        help="with --vs-server: each figure from both servers back to back this many times, the order "
                             "swapped each round; medians and every round's ratio are printed (default 3)")

@@ -87,7 +87,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
         prompts = [int(n) for n in args.prompt_tokens.split(",") if n.strip()]
         return _report(lambda: vs_server(args.vs_server, args.model, args.vs_model, counts, args.tokens, prompts,
-                                         progress, rounds=args.rounds),
+                                         progress, rounds=args.rounds, context=getattr(args, "vs_context", None)),
                        args.json, errors=(EngineError, RuntimeError, OSError, ValueError))
     names = _backend_names(args.backend, args.model)
     if not names:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine.bench.vs_server import agent_messages, measure_both, prompt_figures, token_counter, vs_server
 
 
@@ -86,3 +88,34 @@ def test_the_warm_figure_is_the_median_of_three_tasks_on_the_cold_prefix():
     tasks = [m[1]["content"] for m in client.asked]
     assert len(systems) == 1, "every warm request shares the cold one's prefix"
     assert len({t.split()[0] for t in tasks}) == 4, "each task starts with another word: each is read whole"
+
+
+def _no_servers(monkeypatch, started: list) -> None:
+    """vs_server's servers and clients replaced: what it would start Confab's server with is recorded."""
+    import engine.bench.vs_server as vs
+
+    monkeypatch.setattr(vs, "token_counter", lambda model: lambda text: len(text.split()))
+    monkeypatch.setattr(vs, "wait_ready", lambda url, process=None, limit_s=300: True)
+    monkeypatch.setattr(vs, "start_confab", lambda model, context, port, extra: started.append(context) or object())
+    monkeypatch.setattr(vs, "stop", lambda process: None)
+    figures = {"decode_tok_s": {"1": 1.0}, "ttft_cold_s": {}, "ttft_warm_s": {}}
+    monkeypatch.setattr(vs, "measure_both", lambda *a: {"other": [figures], "confab": [figures]})
+
+
+def test_confab_gets_the_context_asked_so_its_pool_can_match_the_other_servers(monkeypatch):
+    """Beside `llama-server -c 16384`, the default context (prompt + reply + 512) gave Confab a pool of
+    2,560 tokens in a decode-only run: it parked idle sessions that llama-server kept, and its eight
+    clients lost a sixth of their speed from the third round on."""
+    started: list = []
+    _no_servers(monkeypatch, started)
+    vs_server("http://127.0.0.1:1", "m.gguf", "other", [1], 128, [], lambda line: None, context=4096)
+    vs_server("http://127.0.0.1:1", "m.gguf", "other", [1], 128, [1500], lambda line: None)
+    assert started == [4096, 1500 + 128 + 512]
+
+
+def test_a_context_too_short_for_the_prompts_is_refused_before_any_server_starts(monkeypatch):
+    started: list = []
+    _no_servers(monkeypatch, started)
+    with pytest.raises(ValueError, match=r"--vs-context 4096 is shorter .* \(4640 tokens\)"):
+        vs_server("http://127.0.0.1:1", "m.gguf", "other", [1], 128, [4000], lambda line: None, context=4096)
+    assert started == []
