@@ -175,3 +175,17 @@ def test_q4_k_eight_columns_on_avx2_alone_are_the_same_change_to_its_own_loop():
     assert groups.new.replace("rp < groups; rp++) {  // Confab: four groups, or two", "rp < 4; rp++) {") == groups.old
     assert "_mm256_storeu_ps" in store.new and "i < groups * 4" in store.new
     assert store.new.index("confab_column_groups<4>()") < store.new.index("confab_column_groups<2>()")
+
+
+def test_q4_k_vnni_sums_are_compiled_only_for_vnni_and_ggml_s_text_stays_for_every_other_cpu():
+    """The sixteen/eight- and four-column loops' integer sums by VNNI where the compiler targets it;
+    without VNNI (AVX-512 before Ice Lake / Zen 4) ggml's own text, unchanged, in the #else branch
+    (tests/engine/test_llamacpp_kernels.py: the same floats either way, bit for bit)."""
+    for patch in (llama_patches.Q4_K_VNNI_COLUMN_GROUPS, llama_patches.Q4_K_VNNI_FOUR_COLUMNS):
+        assert patch in llama_patches.PATCHES and patch.path.endswith("arch/x86/repack.cpp")
+        vnni, rest = patch.new.split("#else\n")
+        assert vnni.startswith("#if defined(__AVX512VNNI__)\n") and rest == patch.old + "#endif  // Confab: __AVX512VNNI__\n"
+        assert vnni.count("_mm512_dpbusd_epi32(") == 8 * 8, "eight sums of eight products each"
+        assert vnni.count("_mm512_mullo_epi32(") == 8 and "_mm512_maddubs_epi16" not in vnni
+    assert llama_patches.Q4_K_VNNI_COLUMN_GROUPS.old.startswith(" " * 24 + "// The values")
+    assert llama_patches.Q4_K_VNNI_FOUR_COLUMNS.old.startswith(" " * 20 + "// The values")
